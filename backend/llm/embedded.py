@@ -1,0 +1,295 @@
+"""The embedded chat model: a transformers causal LM run on CPU inside this process.
+
+One loaded model per folder is shared by every role (`get_embedded_model`); a re-entrant lock
+around each call makes concurrent callers queue instead of interleaving on the same weights.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import torch
+
+from backend.llm.base import (
+    Choice,
+    Completion,
+    LLMError,
+    TokenLogprob,
+    check_messages,
+    check_options,
+)
+from backend.llm.gguf_import import default_gguf_path, prepare_embedded_model, read_manifest
+from backend.llm.stop_strings import find_stop, safe_prefix_length
+
+__all__ = [
+    "EmbeddedChatModel",
+    "default_gguf_path",
+    "get_embedded_model",
+    "prepare_embedded_model",
+]
+
+
+class EmbeddedChatModel:
+    supports_images = False  # callers put an image caption in the text; the "image" key is ignored
+    supports_logprobs = True  # generate(..., logprobs=k) and score_options() give per-token details
+
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        name: str | None = None,
+        threads: int | None = None,
+        repetition_penalty: float = 1.1,
+    ) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model_dir = Path(model_dir)
+        if not (model_dir / "config.json").is_file():
+            raise LLMError(
+                f"{model_dir} is not a model folder (no config.json); prepare it with "
+                "prepare_embedded_model(cache_dir) or point the setting at a transformers model folder."
+            )
+        if repetition_penalty <= 0:
+            raise LLMError(f"repetition_penalty must be positive (1.0 = off); got {repetition_penalty}.")
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self.model_dir = model_dir
+        self.repetition_penalty = repetition_penalty
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        self.model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+        self.model.eval()
+        manifest = read_manifest(model_dir) or {}
+        self.name = name or f"embedded:{manifest.get('display_name', model_dir.name)}"
+        self.context_length = int(getattr(self.model.config, "max_position_embeddings", 2048))
+        self._end_ids = self._turn_ending_ids()
+        self._lock = threading.RLock()
+        # Fast tokenizers raise "Already borrowed" when two threads use one at once.
+        self._tokenizer_lock = threading.Lock()
+
+    # ---- public API -------------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def generate(
+        self,
+        messages: list[dict],
+        *,
+        max_new_tokens: int = 256,
+        stop: Sequence[str] = (),
+        prefill: str = "",
+        temperature: float = 0.0,
+        logprobs: int | None = None,
+    ) -> Completion:
+        """Complete the assistant turn; `logprobs=k` also records each token's top-k alternatives."""
+        final = None
+        for item in self.stream(messages, max_new_tokens=max_new_tokens, stop=stop, prefill=prefill,
+                                temperature=temperature, logprobs=logprobs):
+            if isinstance(item, Completion):
+                final = item
+        assert final is not None
+        return final
+
+    def stream(
+        self,
+        messages: list[dict],
+        *,
+        max_new_tokens: int = 256,
+        stop: Sequence[str] = (),
+        prefill: str = "",
+        temperature: float = 0.0,
+        logprobs: int | None = None,
+    ) -> Iterator[str | Completion]:
+        if max_new_tokens < 1:
+            raise LLMError(f"max_new_tokens must be at least 1; got {max_new_tokens}.")
+        if temperature < 0:
+            raise LLMError(f"temperature must be 0 (greedy) or positive; got {temperature}.")
+        stops = [s for s in stop if s]
+        prompt_ids = self.prompt_ids(messages, prefill)
+        budget = min(max_new_tokens, self.context_length - len(prompt_ids))
+        if budget < 1:
+            raise LLMError(
+                f"The prompt has {len(prompt_ids)} tokens, which fills the model's context of "
+                f"{self.context_length}; shorten the conversation or the retrieved text."
+            )
+        return self._stream(prompt_ids, budget, stops, temperature, logprobs)
+
+    def choose(self, messages: list[dict], options: Sequence[str], *, prefill: str = "") -> Choice:
+        options = check_options(options)
+        scored = self.score_options(messages, options, prefill=prefill)
+        sums = {option: sum(t.logprob for t in tokens) for option, tokens in zip(options, scored)}
+        best = max(options, key=lambda option: sums[option])  # ties go to the earlier option
+        return Choice(label=best, logprobs=sums, method="logprob")
+
+    def score_options(
+        self, messages: list[dict], options: Sequence[str], *, prefill: str = "", top_logprobs: int = 0
+    ) -> list[list[TokenLogprob]]:
+        """Log-probability of each token of each option as the continuation of the assistant turn.
+
+        The prompt runs once; its cache is then shared by all options in one batched forward pass.
+        """
+        options = check_options(options)
+        prompt_text = self.prompt_text(messages, prefill)
+        prompt_ids = self.encode(prompt_text)
+        option_ids = [self._continuation_ids(prompt_text, prompt_ids, option) for option in options]
+        longest = max(len(ids) for ids in option_ids)
+        if len(prompt_ids) + longest > self.context_length:
+            raise LLMError(
+                f"The prompt ({len(prompt_ids)} tokens) plus the longest option ({longest}) exceeds the "
+                f"model's context of {self.context_length}; shorten the conversation."
+            )
+        with self._lock, torch.inference_mode():
+            out = self.model(input_ids=torch.tensor([prompt_ids]), use_cache=True, logits_to_keep=1)
+            first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+            # position i of rows[k] predicts option k's token i+1
+            rows = None
+            if longest > 1:
+                cache = out.past_key_values
+                cache.batch_repeat_interleave(len(options))
+                pad_id = self.tokenizer.pad_token_id or 0
+                # Right padding: causal attention keeps pad positions out of every real position.
+                batch = torch.tensor([ids + [pad_id] * (longest - len(ids)) for ids in option_ids])
+                rows = torch.log_softmax(
+                    self.model(input_ids=batch, past_key_values=cache, use_cache=True).logits.float(), dim=-1
+                )
+        scored = []
+        for k, ids in enumerate(option_ids):
+            dists = [first] + ([rows[k, i] for i in range(len(ids) - 1)] if rows is not None else [])
+            scored.append([self._token_logprob(dist, token_id, top_logprobs) for dist, token_id in zip(dists, ids)])
+        return scored
+
+    # ---- prompt building ----------------------------------------------------------------------
+
+    def prompt_text(self, messages: list[dict], prefill: str = "") -> str:
+        check_messages(messages)
+        plain = [{"role": m["role"], "content": m["content"]} for m in messages]  # drops "image"
+        with self._tokenizer_lock:
+            templated = self.tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=True)
+        return templated + prefill
+
+    def prompt_ids(self, messages: list[dict], prefill: str = "") -> list[int]:
+        return self.encode(self.prompt_text(messages, prefill))
+
+    def encode(self, text: str) -> list[int]:
+        with self._tokenizer_lock:
+            return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def _decode(self, ids: list[int]) -> str:
+        with self._tokenizer_lock:
+            return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def _continuation_ids(self, prompt_text: str, prompt_ids: list[int], option: str) -> list[int]:
+        """The tokens of `option` right after the prompt, as the tokenizer would split prompt+option.
+
+        If a BPE merge crosses the boundary (the prompt's own tokens change), the prompt stays as fed
+        to the model and the option is tokenised on its own.
+        """
+        joined = self.encode(prompt_text + option)
+        if joined[: len(prompt_ids)] == prompt_ids and len(joined) > len(prompt_ids):
+            return joined[len(prompt_ids):]
+        return self.encode(option)
+
+    def _turn_ending_ids(self) -> set[int]:
+        """Tokens that end the assistant turn: EOS and the chat-control tokens (never shown as text)."""
+        ids = set(self.tokenizer.all_special_ids)
+        configured = self.model.generation_config.eos_token_id
+        if configured is not None:
+            ids.update(configured if isinstance(configured, list) else [configured])
+        return ids
+
+    # ---- decoding -----------------------------------------------------------------------------
+
+    def _token_logprob(self, dist: torch.Tensor, token_id: int, top_k: int) -> TokenLogprob:
+        top: list[tuple[str, float]] = []
+        if top_k:
+            values, indices = torch.topk(dist, top_k)
+            top = [(self._decode([int(i)]), float(v)) for v, i in zip(values, indices)]
+        return TokenLogprob(token=self._decode([token_id]), logprob=float(dist[token_id]), top=top)
+
+    def _penalise_repeats(self, logits: torch.Tensor, generated: list[int]) -> torch.Tensor:
+        # Only the model's own output is penalised: copying names from the prompt must stay cheap.
+        if self.repetition_penalty == 1.0 or not generated:
+            return logits
+        index = torch.tensor(sorted(set(generated)))
+        chosen = logits[index]
+        logits = logits.clone()
+        logits[index] = torch.where(chosen > 0, chosen / self.repetition_penalty, chosen * self.repetition_penalty)
+        return logits
+
+    def _next_token_ids(
+        self, prompt_ids: list[int], budget: int, temperature: float, top_k: int | None
+    ) -> Iterator[tuple[int, TokenLogprob | None]]:
+        generated: list[int] = []
+        input_ids = torch.tensor([prompt_ids])
+        cache = None
+        for _ in range(budget):
+            with torch.inference_mode():
+                out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            cache = out.past_key_values
+            logits = out.logits[0, -1].float()
+            scores = self._penalise_repeats(logits, generated)
+            if temperature > 0:
+                probabilities = torch.softmax(scores / temperature, dim=-1)
+                token_id = int(torch.multinomial(probabilities, 1))
+            else:
+                token_id = int(torch.argmax(scores))
+            detail = None
+            if top_k is not None:
+                detail = self._token_logprob(torch.log_softmax(logits, dim=-1), token_id, top_k)
+            yield token_id, detail
+            generated.append(token_id)
+            input_ids = torch.tensor([[token_id]])
+
+    def _stream(
+        self, prompt_ids: list[int], budget: int, stops: list[str], temperature: float, top_k: int | None
+    ) -> Iterator[str | Completion]:
+        started = time.perf_counter()
+        ids: list[int] = []
+        details: list[TokenLogprob] = []
+        text, shown, finish, produced = "", 0, "length", 0
+        with self._lock:
+            for token_id, detail in self._next_token_ids(prompt_ids, budget, temperature, top_k):
+                produced += 1
+                if token_id in self._end_ids:
+                    finish = "stop"
+                    break
+                ids.append(token_id)
+                if detail is not None:
+                    details.append(detail)
+                text = self._decode(ids)
+                cut = find_stop(text, stops)
+                if cut is not None:
+                    text, finish = text[:cut], "stop"
+                    break
+                if text.endswith("\ufffd"):
+                    continue  # a multi-byte character is still incomplete: show it once whole
+                visible = safe_prefix_length(text, stops)
+                if visible > shown:
+                    yield text[shown:visible]
+                    shown = visible
+        if len(text) > shown:
+            yield text[shown:]
+        yield Completion(
+            text=text,
+            prompt_tokens=len(prompt_ids),
+            completion_tokens=produced,
+            seconds=time.perf_counter() - started,
+            finish_reason=finish,
+            logprobs=details if top_k is not None else None,
+        )
+
+
+_loaded: dict[Path, EmbeddedChatModel] = {}
+_loaded_lock = threading.Lock()
+
+
+def get_embedded_model(model_dir: Path) -> EmbeddedChatModel:
+    """The process-wide model for `model_dir`: loaded once, then shared by every role."""
+    key = Path(model_dir).resolve()
+    with _loaded_lock:
+        if key not in _loaded:
+            _loaded[key] = EmbeddedChatModel(key)
+        return _loaded[key]
