@@ -1,0 +1,42 @@
+"""Research tools the Executor calls by name with JSON arguments.
+
+`build_tools` assembles the set offered in one session: the local wiki `search` always, `web_search`
+and `visit` only when web access is enabled, `image_search` when there are images to search (the
+`mia-demo-images` package, when installed, plus the user's own folder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend.tools.base import Passage, Tool, ToolError, ToolResult, ToolSetupError, tool_prompt_lines
+from backend.tools.image_index import ImageIndex, demo_images_dir
+from backend.tools.image_search import ImageSearchTool
+from backend.tools.search import WikiSearchTool
+from backend.tools.visit import VisitTool
+from backend.tools.web_search import WebSearchTool
+from backend.tools.wiki_index import Embedder, WikiIndex
+
+__all__ = ["Passage", "Tool", "ToolError", "ToolResult", "ToolSetupError", "build_tools", "tool_prompt_lines"]
+
+
+def build_tools(
+    *,
+    cache_dir: Path,
+    web_enabled: bool,
+    progress: bool = True,
+    embedder: Embedder | None = None,
+    visit_allow_private: bool = False,
+    image_index_dir: Path | None = None,
+) -> dict[str, Tool]:
+    index = WikiIndex.load_or_build(Path(cache_dir), progress=progress, embedder=embedder)
+    tools: list[Tool] = [WikiSearchTool(index)]
+    if web_enabled:
+        tools += [WebSearchTool(), VisitTool(allow_private=visit_allow_private)]
+    image_folders = [folder for folder in (demo_images_dir(), image_index_dir) if folder is not None]
+    if image_folders:
+        missing = [folder for folder in image_folders if not Path(folder).is_dir()]
+        if missing:
+            raise ToolSetupError(f"image_index_dir {missing[0]} is not a folder; give a folder of images (and titles.json).")
+        tools.append(ImageSearchTool(ImageIndex.load_or_build(image_folders, Path(cache_dir), progress=progress)))
+    return {tool.name: tool for tool in tools}

@@ -1,0 +1,183 @@
+"""The contract every research tool keeps: named, described, JSON-schema arguments, a ToolResult back.
+
+A tool never raises for bad arguments or for an unreachable resource: it answers ok=False with an
+error sentence that tells the model (or the user) what a valid call looks like or what to do instead.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass
+class Passage:
+    title: str
+    text: str
+    source: str  # "wiki:hotpotqa" | "wiki:vital" | "web" | "page" | "image-index"
+    score: float
+    url: str | None = None
+
+
+@dataclass
+class ToolResult:
+    name: str
+    arguments: dict
+    ok: bool
+    content: str  # what the model reads (length-capped, plain text)
+    passages: list[Passage] = field(default_factory=list)  # evidence for the UI and citations
+    error: str | None = None  # a sentence for the user/model when ok is False
+    seconds: float = 0.0
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict
+
+    def __call__(self, arguments: dict) -> ToolResult: ...
+
+
+class ToolError(Exception):
+    """An expected failure of a tool call; its message is the sentence shown to the model/user."""
+
+
+class ToolSetupError(Exception):
+    """A tool cannot be set up (e.g. a bad image folder); the message says what to fix."""
+
+
+def string_list_schema(description: str, *, max_items: int) -> dict:
+    return {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1},
+        "minItems": 1,
+        "maxItems": max_items,
+        "description": description,
+    }
+
+
+def example_arguments(parameters: dict) -> str:
+    """A one-line JSON example of valid arguments, built from the schema (used in prompts and errors)."""
+    example: dict[str, Any] = {}
+    for name, spec in parameters.get("properties", {}).items():
+        if spec.get("type") == "array":
+            example[name] = [f"<{name.removesuffix('_list')} 1>", f"<{name.removesuffix('_list')} 2>"]
+        else:
+            example[name] = f"<{name}>"
+    return json.dumps(example, ensure_ascii=False)
+
+
+def argument_problems(parameters: dict, arguments: Any) -> list[str]:
+    """What is wrong with `arguments` against the small JSON-schema subset our tools use."""
+    if not isinstance(arguments, dict):
+        return [f"arguments must be a JSON object, got {type(arguments).__name__}"]
+    properties: dict = parameters.get("properties", {})
+    problems = [f"missing argument {name!r}" for name in parameters.get("required", []) if name not in arguments]
+    problems += [f"unknown argument {name!r}" for name in arguments if name not in properties]
+    for name, spec in properties.items():
+        if name in arguments:
+            problems += _value_problems(name, spec, arguments[name])
+    return problems
+
+
+def _value_problems(name: str, spec: dict, value: Any) -> list[str]:
+    if spec.get("type") == "string":
+        if not isinstance(value, str) or len(value.strip()) < spec.get("minLength", 0):
+            return [f"{name!r} must be a non-empty string"]
+        return []
+    if spec.get("type") == "array":
+        if not isinstance(value, list):
+            return [f"{name!r} must be a list of strings, got {type(value).__name__}"]
+        if not spec.get("minItems", 0) <= len(value) <= spec.get("maxItems", len(value)):
+            return [f"{name!r} must hold {spec.get('minItems', 0)} to {spec['maxItems']} items, got {len(value)}"]
+        if not all(isinstance(item, str) and item.strip() for item in value):
+            return [f"every item of {name!r} must be a non-empty string"]
+        return []
+    raise ValueError(f"unsupported schema type in {name!r}: {spec!r}")
+
+
+def shorten(text: str, limit: int) -> str:
+    """Cut `text` to at most `limit` characters, at a word boundary when one is near, marking the cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit * 0.8:
+        cut = cut[:space]
+    return cut + "…"
+
+
+class BaseTool:
+    """Validates arguments, times the call and turns a ToolError into an ok=False result.
+
+    Subclasses set name, description, parameters and implement `run(arguments) -> (content, passages)`.
+    """
+
+    name: str
+    description: str
+    parameters: dict
+
+    def run(self, arguments: dict) -> tuple[str, list[Passage]]:
+        raise NotImplementedError
+
+    def __call__(self, arguments: dict) -> ToolResult:
+        started = time.perf_counter()
+        shown_arguments = arguments if isinstance(arguments, dict) else {"_invalid": repr(arguments)[:200]}
+        problems = argument_problems(self.parameters, arguments)
+        if problems:
+            error = (
+                f"Invalid arguments for `{self.name}`: {'; '.join(problems)}. "
+                f"Call it like this: {example_arguments(self.parameters)}"
+            )
+            return self._failure(shown_arguments, error, started)
+        try:
+            content, passages = self.run(arguments)
+        except ToolError as failure:
+            return self._failure(shown_arguments, str(failure), started)
+        return ToolResult(
+            name=self.name,
+            arguments=shown_arguments,
+            ok=True,
+            content=content,
+            passages=passages,
+            error=None,
+            seconds=time.perf_counter() - started,
+        )
+
+    def _failure(self, arguments: dict, error: str, started: float) -> ToolResult:
+        return ToolResult(
+            name=self.name,
+            arguments=arguments,
+            ok=False,
+            content=f"Error: {error}",
+            passages=[],
+            error=error,
+            seconds=time.perf_counter() - started,
+        )
+
+
+def tool_prompt_lines(tools: Iterable[Tool]) -> str:
+    """One line per tool: name, what it does, and a JSON example of its arguments."""
+    return "\n".join(
+        f"- {tool.name}: {tool.description} Arguments: {example_arguments(tool.parameters)}" for tool in tools
+    )
+
+
+def format_results_by_query(query_list: list[str], results: list[list[Passage]], *, text_limit: int) -> str:
+    """'Results for "q":' then '[1] Title: text…' per passage, numbered across the whole call."""
+    lines: list[str] = []
+    number = 0
+    for query, passages in zip(query_list, results, strict=True):
+        lines.append(f'Results for "{query}":')
+        if not passages:
+            lines.append("(no matching passages; try other words or a more specific name)")
+        for passage in passages:
+            number += 1
+            where = f" <{passage.url}>" if passage.url else ""
+            lines.append(f"[{number}] {passage.title}{where}: {shorten(passage.text, text_limit)}")
+    return "\n".join(lines)

@@ -1,0 +1,37 @@
+"""The `image_search` tool: which indexed images look most like a local image file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend.tools.base import BaseTool, Passage
+from backend.tools.image_index import ImageIndex
+
+MATCHES = 3
+
+
+class ImageSearchTool(BaseTool):
+    name = "image_search"
+    description = (
+        "Find the titles of the 3 indexed images that look most like a local image file "
+        "(use it when the question comes with an image), then search those titles."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"image": {"type": "string", "minLength": 1, "description": "path of the image file"}},
+        "required": ["image"],
+    }
+
+    def __init__(self, index: ImageIndex) -> None:
+        self.index = index
+
+    def run(self, arguments: dict) -> tuple[str, list[Passage]]:
+        image = Path(arguments["image"].strip()).expanduser()
+        matches = self.index.search(image, k=MATCHES)
+        passages = [
+            Passage(title=entry.title, text=f"indexed image {entry.path.name}", source="image-index", score=score)
+            for entry, score in matches
+        ]
+        lines = [f"Indexed images most similar to {image.name} (similarity 0-1):"]
+        lines += [f"[{n}] {passage.title} ({passage.score:.2f})" for n, passage in enumerate(passages, start=1)]
+        return "\n".join(lines), passages

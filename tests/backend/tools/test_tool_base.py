@@ -1,0 +1,67 @@
+import json
+
+from backend.tools.base import BaseTool, Passage, ToolError, argument_problems, shorten, tool_prompt_lines
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "query_list": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+        "goal": {"type": "string", "minLength": 1},
+    },
+    "required": ["query_list"],
+}
+
+
+class EchoTool(BaseTool):
+    name = "echo"
+    description = "Repeats the queries."
+    parameters = SCHEMA
+
+    def run(self, arguments):
+        if arguments["query_list"][0] == "fail":
+            raise ToolError("the echo chamber is closed; try again later.")
+        return " | ".join(arguments["query_list"]), [Passage("t", "x", "web", 1.0)]
+
+
+def test_argument_problems_name_each_mistake():
+    assert argument_problems(SCHEMA, {"query_list": ["a"]}) == []
+    assert argument_problems(SCHEMA, "a") == ["arguments must be a JSON object, got str"]
+    assert argument_problems(SCHEMA, {}) == ["missing argument 'query_list'"]
+    assert argument_problems(SCHEMA, {"query_list": ["a"], "k": 3}) == ["unknown argument 'k'"]
+    assert "must be a list of strings" in argument_problems(SCHEMA, {"query_list": "a"})[0]
+    assert "1 to 2 items, got 3" in argument_problems(SCHEMA, {"query_list": ["a", "b", "c"]})[0]
+    assert "1 to 2 items, got 0" in argument_problems(SCHEMA, {"query_list": []})[0]
+    assert "non-empty string" in argument_problems(SCHEMA, {"query_list": ["a", "  "]})[0]
+    assert "non-empty string" in argument_problems(SCHEMA, {"query_list": ["a"], "goal": 5})[0]
+
+
+def test_a_bad_call_returns_an_error_with_a_valid_example_and_never_raises():
+    tool = EchoTool()
+    for bad in [{"query": "a"}, None, ["a"], {"query_list": [1]}]:
+        result = tool(bad)
+        assert not result.ok and result.passages == []
+        assert "Call it like this:" in result.error
+        example = json.loads(result.error.split("Call it like this: ")[1])
+        assert tool(example).ok, "the example in the error is itself a valid call"
+        assert result.content.startswith("Error: ")
+
+
+def test_a_tool_error_becomes_ok_false_and_success_is_timed():
+    tool = EchoTool()
+    failed = tool({"query_list": ["fail"]})
+    assert not failed.ok and failed.error == "the echo chamber is closed; try again later."
+    done = tool({"query_list": ["a", "b"]})
+    assert done.ok and done.content == "a | b" and done.error is None
+    assert done.name == "echo" and done.arguments == {"query_list": ["a", "b"]}
+    assert 0 <= done.seconds < 1
+
+
+def test_prompt_lines_list_every_tool_with_an_example():
+    lines = tool_prompt_lines([EchoTool()]).splitlines()
+    assert lines == ['- echo: Repeats the queries. Arguments: {"query_list": ["<query 1>", "<query 2>"], "goal": "<goal>"}']
+
+
+def test_shorten_cuts_at_a_word_and_marks_it():
+    assert shorten("a  b\nc", 10) == "a b c"
+    cut = shorten("word " * 50, 42)
+    assert len(cut) <= 42 and cut.endswith("word…")
