@@ -1,0 +1,32 @@
+"""The memory store of the MIA research assistant (the Manager's non-parametric memory).
+
+Imports nothing else of the project. Start with MemoryStore(url).
+"""
+from .embedder import Embedder, get_embedder
+from .errors import (
+    CapacityError,
+    HistoryNotFoundError,
+    ImportFileError,
+    InvalidMemoryError,
+    MemoryNotFoundError,
+    MemoryStoreError,
+    UndoConflictError,
+)
+from .records import (
+    MODALITIES,
+    QUESTION_TYPES,
+    ContrastiveMemories,
+    HistoryEntry,
+    Memory,
+    NewMemory,
+    ScoredMemory,
+)
+from .store import MemoryStore
+from .vector_index import IndexSettings
+
+__all__ = [
+    "CapacityError", "ContrastiveMemories", "Embedder", "HistoryEntry", "HistoryNotFoundError",
+    "ImportFileError", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
+    "MemoryNotFoundError", "MemoryStore", "MemoryStoreError", "NewMemory", "QUESTION_TYPES",
+    "ScoredMemory", "UndoConflictError", "get_embedder",
+]

@@ -1,0 +1,85 @@
+"""Opening the database: engine options per backend, SQLite pragmas, schema migrations."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from .errors import MemoryStoreError
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def open_engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise MemoryStoreError(
+            f"Memory database URL {url!r} is not valid; use sqlite:///path/to/memory.db "
+            "or postgresql+psycopg://user:password@host/dbname."
+        ) from exc
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if parsed.database in (None, "", ":memory:"):
+            raise MemoryStoreError(
+                "An in-memory SQLite database cannot be shared between connections; "
+                "give a file path: sqlite:///path/to/memory.db."
+            )
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            parsed,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            pool_size=8,
+            max_overflow=16,
+        )
+        _configure_sqlite(engine)
+        return engine
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_size=8, max_overflow=16, pool_pre_ping=True)
+    raise MemoryStoreError(
+        f"Memory database backend {backend!r} is not supported; use sqlite or postgresql."
+    )
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        # Let SQLAlchemy's "begin" event emit BEGIN itself (pysqlite's own is deferred and late).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a process crash
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:
+        # Writers take the write lock up front, so two writers never deadlock on lock upgrade.
+        if conn.get_execution_options().get("sqlite_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema up to `revision` (Alembic, run in-process on open)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()

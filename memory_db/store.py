@@ -1,0 +1,568 @@
+"""MemoryStore: the Manager's memory of how questions were answered (MIA non-parametric memory).
+
+Rows live in SQLite or PostgreSQL (SQLAlchemy Core); each namespace's vectors live in an
+in-process index that is updated right after every committed write. All writes of one process
+go through one lock; a per-namespace version counter, bumped by every write transaction, tells
+a process when another one changed the namespace, and its index is then reloaded.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from .database import migrate, open_engine
+from .embedder import Embedder, get_embedder
+from .errors import CapacityError, HistoryNotFoundError, ImportFileError, InvalidMemoryError, MemoryNotFoundError
+from .history import history_entry, reverted_state
+from .lifecycle import EXACT_DUPLICATE_SIMILARITY, eviction_order, new_is_better, replaces_exact_duplicate
+from .loading import index_new_rows, load_namespace
+from .records import (
+    MODALITIES,
+    ContrastiveMemories,
+    HistoryEntry,
+    Memory,
+    NewMemory,
+    ScoredMemory,
+    modality_for,
+)
+from .rows import (
+    MEMORY_COLUMNS,
+    check_namespace,
+    check_new_memory,
+    check_question_type,
+    check_summary,
+    check_text,
+    memory_from_json,
+    memory_from_row,
+    row_values,
+    to_db_time,
+    utc_now,
+    vector_to_bytes,
+)
+from .schema import memories, memory_history
+from .transfer import read_import_file, write_export
+from .vector_index import IndexEntry, IndexSettings, NamespaceIndex
+from .versions import bump_version, read_version
+
+LIST_ORDERS = ("created_at", "updated_at", "win_rate", "usage_count")
+
+IndexOp = Callable[[], None]
+
+
+class MemoryStore:
+    """Stores, scores and retrieves workflow memories, partitioned by namespace."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        embedder: Embedder | None = None,
+        capacity: int | None = None,
+        namespace_capacity: dict[str, int] | None = None,
+        merge_threshold: float | None = 0.95,
+        index_settings: IndexSettings | None = None,
+    ):
+        """`capacity`: most memories per namespace (None: unlimited), overridden per namespace
+        by `namespace_capacity`. `merge_threshold`: a new memory at least this similar to a
+        stored one is merged into it (None: never merge; exact repeats are always handled)."""
+        for name, value in [("capacity", capacity), *(namespace_capacity or {}).items()]:
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise InvalidMemoryError(f"Capacity for {name!r} must be a positive integer, got {value!r}.")
+        if merge_threshold is not None and not 0.0 < merge_threshold <= 1.0:
+            raise InvalidMemoryError(f"merge_threshold must be in (0, 1] or None, got {merge_threshold!r}.")
+        self.url = url
+        self._engine = open_engine(url)
+        migrate(self._engine)
+        self._embedder = embedder
+        self._capacity = capacity
+        self._namespace_capacity = dict(namespace_capacity or {})
+        self._merge_threshold = merge_threshold
+        self._index_settings = index_settings or IndexSettings()
+        self._lock = threading.RLock()
+        self._indexes: dict[str, NamespaceIndex] = {}
+        self._versions: dict[str, int] = {}  # namespace -> version its index reflects
+
+    # ---- plumbing -------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def _writer(self):
+        return self._engine.execution_options(sqlite_write=True).begin()
+
+    def _encode(self, question: str, caption: str | None) -> tuple[np.ndarray, np.ndarray | None]:
+        vectors = self.embedder.encode([question] + ([caption] if caption else []))
+        return vectors[0], (vectors[1] if caption else None)
+
+    def _commit(self, namespace: str, work: Callable[[Connection, NamespaceIndex, list[IndexOp]], Any]) -> Any:
+        """Run `work` in one write transaction, then apply its index updates."""
+        with self._lock:
+            ops: list[IndexOp] = []
+            with self._writer() as conn:
+                # inside the write transaction nobody else can commit (SQLite), so the index
+                # checked here stays current until our own commit
+                index = self._namespace_index(namespace, conn)
+                result = work(conn, index, ops)
+                version = bump_version(conn, namespace)
+            try:
+                for op in ops:
+                    op()
+            except Exception:
+                self._indexes.pop(namespace, None)  # rebuilt from the database on next use
+                raise
+            if version == self._versions.get(namespace, 0) + 1:
+                self._versions[namespace] = version
+            else:  # another process wrote in between: our index misses its change
+                self._indexes.pop(namespace, None)
+            return result
+
+    def _namespace_index(self, namespace: str, conn: Connection) -> NamespaceIndex:
+        """The namespace's index, (re)loaded when this process has none or another process
+        changed the namespace since. Call with the lock held."""
+        index = self._indexes.get(namespace)
+        if index is not None and read_version(conn, namespace) == self._versions.get(namespace):
+            return index
+        index = self._load_namespace(namespace)
+        self._indexes[namespace] = index
+        return index
+
+    def _load_namespace(self, namespace: str) -> NamespaceIndex:
+        index, version = load_namespace(self._engine, namespace, self._index_settings)
+        self._versions[namespace] = version
+        return index
+
+    def _row(self, conn: Connection, namespace: str, memory_id: str, *, with_vectors: bool = False):
+        columns = list(MEMORY_COLUMNS)
+        if with_vectors:
+            columns += [memories.c.question_embedding, memories.c.caption_embedding]
+        return conn.execute(
+            select(*columns).where(memories.c.namespace == namespace, memories.c.id == memory_id)
+        ).one_or_none()
+
+    def _record_history(self, conn: Connection, memory_id: str, namespace: str, action: str,
+                        before: Memory | None, after: Memory | None, actor: str) -> int:
+        # parameters passed apart from the statement: SQLAlchemy compiles it once and caches it
+        result = conn.execute(memory_history.insert(), {
+            "memory_id": memory_id, "namespace": namespace, "action": action,
+            "before": before.to_json_dict() if before else None,
+            "after": after.to_json_dict() if after else None,
+            "actor": actor, "created_at": to_db_time(utc_now()),
+        })
+        return int(result.inserted_primary_key[0])
+
+    def _write_state(self, conn: Connection, index: NamespaceIndex, current_row: Any | None,
+                     target: Memory | None, vectors: tuple[np.ndarray, np.ndarray | None] | None,
+                     ops: list[IndexOp]) -> int | None:
+        """Make the database hold `target` (None: nothing) where `current_row` was; queue the
+        matching index updates. `vectors` are needed when the question or caption changes."""
+        if current_row is not None and (target is None or target.modality != current_row.modality):
+            conn.execute(delete(memories).where(memories.c.row_id == current_row.row_id))
+            old_bucket, old_row_id = index.bucket(current_row.modality), current_row.row_id
+            ops.append(lambda: old_bucket.remove(old_row_id))
+            current_row = None
+        if target is None:
+            return None
+        values = row_values(target)
+        if vectors is not None:
+            values["question_embedding"] = vector_to_bytes(vectors[0])
+            values["caption_embedding"] = vector_to_bytes(vectors[1]) if vectors[1] is not None else None
+        bucket = index.bucket(target.modality)
+        if current_row is None:
+            if vectors is None:
+                raise AssertionError("inserting a memory needs its vectors")
+            row_id = int(conn.execute(memories.insert(), values).inserted_primary_key[0])
+            entry = IndexEntry(row_id, vectors[0], vectors[1], target.correct, target.usage_count,
+                               target.success_count, target.question_type)
+            ops.append(lambda: bucket.add(entry))
+            return row_id
+        row_id = current_row.row_id
+        conn.execute(update(memories).where(memories.c.row_id == row_id).values(**values))
+        ops.append(lambda: bucket.update(row_id, correct=target.correct, usage=target.usage_count,
+                                         success=target.success_count, question_type=target.question_type))
+        if vectors is not None:
+            ops.append(lambda: bucket.set_vectors(row_id, vectors[0], vectors[1]))
+        return row_id
+
+    def _capacity_for(self, namespace: str) -> int | None:
+        return self._namespace_capacity.get(namespace, self._capacity)
+
+    def _evict_over_capacity(self, conn: Connection, index: NamespaceIndex, namespace: str,
+                             keep_row_id: int | None, actor: str, ops: list[IndexOp]) -> None:
+        capacity = self._capacity_for(namespace)
+        if capacity is None:
+            return
+        excess = conn.execute(
+            select(func.count()).select_from(memories).where(memories.c.namespace == namespace)
+        ).scalar_one() - capacity
+        if excess <= 0:
+            return
+        victims = conn.execute(eviction_order(namespace, keep_row_id).limit(excess)).scalars().all()
+        if len(victims) < excess:
+            raise CapacityError(
+                f"Namespace {namespace!r} is full ({capacity} memories) and the rest are pinned; "
+                "unpin or delete some memories, or raise the capacity."
+            )
+        for row_id in victims:
+            row = conn.execute(select(*MEMORY_COLUMNS).where(memories.c.row_id == row_id)).one()
+            victim = memory_from_row(row)
+            self._write_state(conn, index, row, None, None, ops)
+            self._record_history(conn, victim.id, namespace, "evict", victim, None, actor)
+
+    # ---- adding and retrieving --------------------------------------------------------------
+    def add(self, new: NewMemory, *, actor: str = "manager") -> Memory:
+        """Store a memory. A repeat of a stored question replaces it or is dropped (see
+        lifecycle.replaces_exact_duplicate); a near-duplicate is merged into it; then the
+        namespace is trimmed to capacity. Returns the memory as stored (possibly the merged one)."""
+        check_new_memory(new)
+        vectors = self._encode(new.question, new.caption)
+        modality = modality_for(new.caption)
+
+        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> Memory:
+            now = utc_now()
+            fresh = Memory(
+                id=str(uuid.uuid4()), namespace=new.namespace, question=new.question, caption=new.caption,
+                summary=new.summary, plan=new.plan, correct=new.correct, question_type=new.question_type,
+                modality=modality, usage_count=1, success_count=1, win_rate=1.0, pinned=False,
+                provenance=dict(new.provenance), created_at=now, updated_at=now,
+            )
+            nearest = index.bucket(modality).nearest(*vectors)
+            duplicate_floor = min(EXACT_DUPLICATE_SIMILARITY, self._merge_threshold or 1.0)
+            if nearest is not None and nearest[1] >= duplicate_floor:
+                existing_row = conn.execute(
+                    select(*MEMORY_COLUMNS).where(memories.c.row_id == nearest[0])
+                ).one()
+                existing = memory_from_row(existing_row)
+                similarity = nearest[1]
+                if similarity >= EXACT_DUPLICATE_SIMILARITY:
+                    if not replaces_exact_duplicate(existing, new):
+                        return existing
+                    target = replace(fresh, id=existing.id, created_at=existing.created_at,
+                                     pinned=existing.pinned)
+                    return self._update_existing(conn, index, ops, existing_row, existing, target,
+                                                 vectors, "replace", actor)
+                if self._merge_threshold is not None and similarity >= self._merge_threshold:
+                    base = fresh if new_is_better(existing, new) else existing
+                    target = replace(
+                        base, id=existing.id, created_at=existing.created_at, pinned=existing.pinned,
+                        usage_count=existing.usage_count + 1, success_count=existing.success_count + 1,
+                        win_rate=(existing.success_count + 1) / (existing.usage_count + 1), updated_at=now,
+                    )
+                    return self._update_existing(conn, index, ops, existing_row, existing, target,
+                                                 vectors if base is fresh else None, "merge", actor)
+            row_id = self._write_state(conn, index, None, fresh, vectors, ops)
+            self._record_history(conn, fresh.id, new.namespace, "add", None, fresh, actor)
+            self._evict_over_capacity(conn, index, new.namespace, row_id, actor, ops)
+            return fresh
+
+        return self._commit(new.namespace, work)
+
+    def _update_existing(self, conn, index, ops, existing_row, existing: Memory, target: Memory,
+                         vectors, action: str, actor: str) -> Memory:
+        self._write_state(conn, index, existing_row, target, vectors, ops)
+        self._record_history(conn, existing.id, existing.namespace, action, existing, target, actor)
+        return target
+
+    def search_contrastive(
+        self, question: str, *, namespace: str = "default", caption: str | None = None, k: int = 2,
+        offset: int = 0, question_type: str | None = None, modality: str | None = None,
+    ) -> ContrastiveMemories:
+        """The k best successful and k best failed memories for `question` (MIA scoring) in
+        the bucket namespace + modality (+ question_type); `offset` pages further."""
+        check_text("question", question)
+        vectors = self._encode(question, caption)
+        return self.search_contrastive_vectors(
+            vectors[0], vectors[1], namespace=namespace, k=k, offset=offset,
+            question_type=question_type, modality=modality or modality_for(caption),
+        )
+
+    def search_contrastive_vectors(
+        self, question_vector: np.ndarray, caption_vector: np.ndarray | None = None, *,
+        namespace: str = "default", k: int = 2, offset: int = 0, question_type: str | None = None,
+        modality: str = "text",
+    ) -> ContrastiveMemories:
+        """search_contrastive for already-embedded queries (normalised float32 vectors)."""
+        check_namespace(namespace)
+        if question_type is not None:
+            check_question_type(question_type)
+        if modality not in MODALITIES:
+            raise InvalidMemoryError(f"Modality {modality!r} is unknown; use one of: {', '.join(MODALITIES)}.")
+        if not isinstance(k, int) or not isinstance(offset, int) or k < 0 or offset < 0:
+            raise InvalidMemoryError(f"k and offset must be non-negative integers, got k={k!r}, offset={offset!r}.")
+        with self._engine.connect() as conn:
+            with self._lock:
+                bucket = self._namespace_index(namespace, conn).buckets.get(modality)
+                if bucket is None:
+                    return ContrastiveMemories([], [])
+                successful, failed = bucket.search(
+                    np.asarray(question_vector, np.float32),
+                    None if caption_vector is None else np.asarray(caption_vector, np.float32),
+                    k=k, offset=offset, question_type=question_type,
+                )
+            by_row = self._memories_by_row_id(conn, namespace, [r.row_id for r in successful + failed])
+        def scored(ranked):
+            return [ScoredMemory(by_row[r.row_id], r.similarity, r.score) for r in ranked if r.row_id in by_row]
+        return ContrastiveMemories(successful=scored(successful), failed=scored(failed))
+
+    def _memories_by_row_id(self, conn: Connection, namespace: str, row_ids: list[int]) -> dict[int, Memory]:
+        if not row_ids:
+            return {}
+        # By primary key alone: with "namespace = ?" added, SQLite may walk the namespace index
+        # (every row of a big namespace) instead. The namespace is checked on the rows instead.
+        rows = conn.execute(select(*MEMORY_COLUMNS).where(memories.c.row_id.in_(row_ids))).all()
+        return {row.row_id: memory_from_row(row) for row in rows if row.namespace == namespace}
+
+    def record_outcome(self, memory_ids: list[str], *, correct: bool, namespace: str = "default",
+                       missing_ok: bool = False) -> None:
+        """Every memory shown to the Planner: usage + 1; success + 1 when the answer was judged
+        correct. Unknown ids raise MemoryNotFoundError (nothing updated) unless `missing_ok`."""
+        check_namespace(namespace)
+        if not isinstance(correct, bool):
+            raise InvalidMemoryError(f"correct must be True or False, got {correct!r}.")
+        wanted = list(dict.fromkeys(memory_ids))
+        if not wanted:
+            return
+
+        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> None:
+            rows = conn.execute(
+                select(memories.c.row_id, memories.c.id, memories.c.modality, memories.c.usage_count,
+                       memories.c.success_count)
+                .where(memories.c.namespace == namespace, memories.c.id.in_(wanted))
+            ).all()
+            found = {row.id for row in rows}
+            missing = [memory_id for memory_id in wanted if memory_id not in found]
+            if missing and not missing_ok:
+                raise MemoryNotFoundError(missing[0], namespace)
+            if not rows:
+                return
+            conn.execute(update(memories).where(memories.c.row_id.in_([r.row_id for r in rows])).values(
+                usage_count=memories.c.usage_count + 1,
+                success_count=memories.c.success_count + (1 if correct else 0),
+            ))
+            for row in rows:
+                bucket = index.bucket(row.modality)
+                usage, success = row.usage_count + 1, row.success_count + (1 if correct else 0)
+                ops.append(lambda b=bucket, r=row.row_id, u=usage, s=success: b.update(r, usage=u, success=s))
+
+        self._commit(namespace, work)
+
+    # ---- reading ----------------------------------------------------------------------------
+    def get(self, memory_id: str, *, namespace: str) -> Memory:
+        check_namespace(namespace)
+        with self._engine.connect() as conn:
+            row = self._row(conn, namespace, memory_id)
+        if row is None:
+            raise MemoryNotFoundError(memory_id, namespace)
+        return memory_from_row(row)
+
+    def list(self, *, namespace: str, limit: int = 100, offset: int = 0, correct: bool | None = None,
+             question_type: str | None = None, modality: str | None = None, pinned: bool | None = None,
+             order_by: str = "created_at", descending: bool = True) -> list[Memory]:
+        """Memories of `namespace`, filtered, newest first by default. `order_by` is one of
+        created_at, updated_at, win_rate, usage_count."""
+        check_namespace(namespace)
+        if order_by not in LIST_ORDERS:
+            raise InvalidMemoryError(f"order_by {order_by!r} is unknown; use one of: {', '.join(LIST_ORDERS)}.")
+        if limit < 0 or offset < 0:
+            raise InvalidMemoryError(f"limit and offset must be non-negative, got {limit}, {offset}.")
+        query = select(*MEMORY_COLUMNS).where(memories.c.namespace == namespace)
+        if correct is not None:
+            query = query.where(memories.c.correct == correct)
+        if question_type is not None:
+            query = query.where(memories.c.question_type == check_question_type(question_type))
+        if modality is not None:
+            query = query.where(memories.c.modality == modality)
+        if pinned is not None:
+            query = query.where(memories.c.pinned == pinned)
+        key = (memories.c.success_count * 1.0 / memories.c.usage_count if order_by == "win_rate"
+               else memories.c[order_by])
+        query = query.order_by(key.desc() if descending else key.asc(),
+                               memories.c.row_id.desc() if descending else memories.c.row_id.asc())
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.limit(limit).offset(offset)).all()
+        return [memory_from_row(row) for row in rows]
+
+    def count(self, *, namespace: str, correct: bool | None = None) -> int:
+        check_namespace(namespace)
+        query = select(func.count()).select_from(memories).where(memories.c.namespace == namespace)
+        if correct is not None:
+            query = query.where(memories.c.correct == correct)
+        with self._engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def namespaces(self) -> list[str]:
+        with self._engine.connect() as conn:
+            return list(conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars())
+
+    # ---- curation (every change recorded in the history, reversible with undo) --------------
+    def _change(self, memory_id: str, namespace: str, action: str, actor: str,
+                mutate: Callable[[Memory], Memory | None]) -> Memory | None:
+        check_namespace(namespace)
+
+        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> Memory | None:
+            row = self._row(conn, namespace, memory_id)
+            if row is None:
+                raise MemoryNotFoundError(memory_id, namespace)
+            before = memory_from_row(row)
+            after = mutate(before)
+            self._write_state(conn, index, row, after, None, ops)
+            self._record_history(conn, memory_id, namespace, action, before, after, actor)
+            return after
+
+        return self._commit(namespace, work)
+
+    def edit(self, memory_id: str, *, namespace: str, summary: str | None = None, plan: str | None = None,
+             question_type: str | None = None, actor: str = "user") -> Memory:
+        """Change a memory's workflow summary, plan or question type."""
+        if summary is not None:
+            check_summary(summary)
+        if plan is not None:
+            check_text("plan", plan, allow_empty=True)
+        if question_type is not None:
+            check_question_type(question_type)
+        changes = {name: value for name, value in
+                   (("summary", summary), ("plan", plan), ("question_type", question_type)) if value is not None}
+        if not changes:
+            raise InvalidMemoryError("edit() needs at least one of summary, plan or question_type.")
+        return self._change(memory_id, namespace, "edit", actor,
+                            lambda m: replace(m, **changes, updated_at=utc_now()))
+
+    def relabel(self, memory_id: str, *, namespace: str, correct: bool, actor: str = "user") -> Memory:
+        """Mark a memory as a successful strategy (True) or a failure lesson (False)."""
+        if not isinstance(correct, bool):
+            raise InvalidMemoryError(f"correct must be True or False, got {correct!r}.")
+        return self._change(memory_id, namespace, "relabel", actor,
+                            lambda m: replace(m, correct=correct, updated_at=utc_now()))
+
+    def pin(self, memory_id: str, *, namespace: str, pinned: bool = True, actor: str = "user") -> Memory:
+        """Pinned memories are never evicted."""
+        return self._change(memory_id, namespace, "pin" if pinned else "unpin", actor,
+                            lambda m: replace(m, pinned=pinned, updated_at=utc_now()))
+
+    def delete(self, memory_id: str, *, namespace: str, actor: str = "user") -> None:
+        self._change(memory_id, namespace, "delete", actor, lambda m: None)
+
+    def history(self, memory_id: str | None = None, *, namespace: str, limit: int = 100) -> list[HistoryEntry]:
+        """Recorded changes, newest first: of one memory, or of the whole namespace."""
+        check_namespace(namespace)
+        query = select(memory_history).where(memory_history.c.namespace == namespace)
+        if memory_id is not None:
+            query = query.where(memory_history.c.memory_id == memory_id)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(memory_history.c.id.desc()).limit(limit)).all()
+        return [history_entry(row) for row in rows]
+
+    def undo(self, history_id: int, *, namespace: str, actor: str = "user") -> Memory | None:
+        """Revert the change recorded as `history_id`. Fields the change did not touch keep
+        their current values; usage counters are reverted by difference. Returns the memory as
+        restored (None when undoing an add). The undo itself is recorded too."""
+        check_namespace(namespace)
+        with self._engine.connect() as conn:
+            row = conn.execute(select(memory_history).where(
+                memory_history.c.id == history_id, memory_history.c.namespace == namespace)).one_or_none()
+        if row is None:
+            raise HistoryNotFoundError(history_id, namespace)
+        entry = history_entry(row)
+        before = memory_from_json(entry.before) if entry.before else None
+        after = memory_from_json(entry.after) if entry.after else None
+
+        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> Memory | None:
+            current_row = self._row(conn, namespace, entry.memory_id)
+            current = memory_from_row(current_row) if current_row is not None else None
+            target = reverted_state(entry, before, after, current)
+            text_changed = current is None or (
+                target is not None and (target.question, target.caption) != (current.question, current.caption))
+            vectors = self._encode(target.question, target.caption) if target is not None and text_changed else None
+            row_id = self._write_state(conn, index, current_row, target, vectors, ops)
+            self._record_history(conn, entry.memory_id, namespace, "undo", current, target, actor)
+            if current is None:
+                self._evict_over_capacity(conn, index, namespace, row_id, actor, ops)
+            return target
+
+        return self._commit(namespace, work)
+
+    # ---- export / import ----------------------------------------------------------------------
+    def export_jsonl(self, namespace: str, fp: IO | str | Path, *, include_history: bool = True) -> int:
+        """Write every memory of `namespace` (and its history) as JSON lines; returns the number
+        of memories written."""
+        check_namespace(namespace)
+        written = 0
+
+        def stored(conn: Connection):
+            nonlocal written
+            query = select(*MEMORY_COLUMNS).where(memories.c.namespace == namespace).order_by(memories.c.row_id)
+            for row in conn.execution_options(yield_per=1000).execute(query):
+                written += 1
+                yield memory_from_row(row)
+
+        def changes(conn: Connection):
+            if include_history:
+                query = (select(memory_history).where(memory_history.c.namespace == namespace)
+                         .order_by(memory_history.c.id))
+                for row in conn.execution_options(yield_per=1000).execute(query):
+                    yield history_entry(row)
+
+        with self._engine.connect() as conn:  # one read transaction: a consistent snapshot
+            write_export(fp, namespace, stored(conn), changes(conn))
+        return written
+
+    def import_jsonl(self, namespace: str, fp: IO | str | Path, *, actor: str = "import") -> int:
+        """Load an export into `namespace`, all or nothing: every line is validated first and
+        any problem raises ImportFileError naming the line, leaving the store unchanged.
+        Returns the number of memories imported."""
+        check_namespace(namespace)
+        parsed = read_import_file(fp, namespace)
+        if not parsed.memories:
+            return 0
+        texts: list[str] = []
+        for memory in parsed.memories:
+            texts.append(memory.question)
+            if memory.caption:
+                texts.append(memory.caption)
+        encoded = iter(self.embedder.encode(texts))
+        vectors = [(next(encoded), next(encoded) if m.caption else None) for m in parsed.memories]
+
+        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> int:
+            ids = [m.id for m in parsed.memories]
+            taken = set()
+            for start in range(0, len(ids), 500):
+                taken.update(conn.execute(select(memories.c.id).where(
+                    memories.c.namespace == namespace, memories.c.id.in_(ids[start:start + 500]))).scalars())
+            if taken:
+                first = min(parsed.memories.index(m) for m in parsed.memories if m.id in taken)
+                raise ImportFileError(parsed.line_numbers[first],
+                                      f"memory id {ids[first]!r} already exists in namespace {namespace!r}")
+            payload = []
+            for memory, (question_vector, caption_vector) in zip(parsed.memories, vectors):
+                values = row_values(memory)
+                values["question_embedding"] = vector_to_bytes(question_vector)
+                values["caption_embedding"] = vector_to_bytes(caption_vector) if caption_vector is not None else None
+                payload.append(values)
+            row_ids = conn.execute(insert(memories).returning(memories.c.row_id, sort_by_parameter_order=True),
+                                   payload).scalars().all()
+            if parsed.history:
+                conn.execute(insert(memory_history), [dict(h, namespace=namespace) for h in parsed.history])
+            ops.append(lambda: index_new_rows(index, parsed.memories, row_ids, vectors))
+            self._evict_over_capacity(conn, index, namespace, None, actor, ops)
+            return len(payload)
+
+        return self._commit(namespace, work)
+
+    def close(self) -> None:
+        with self._lock:
+            self._indexes.clear()
+            self._engine.dispose()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

@@ -1,0 +1,123 @@
+"""JSONL export/import: exact round trip; all-or-nothing import with line-precise errors."""
+import io
+import json
+
+import pytest
+
+from memory_db import ImportFileError, MemoryStore, NewMemory
+
+
+def fill(store, namespace="team"):
+    a = store.add(NewMemory("Who composed the Moonlight Sonata?", "Searched wiki: Beethoven.", "1. search", True,
+                            namespace=namespace, provenance={"run_id": "r1", "judge": {"verdict": "correct"}}))
+    b = store.add(NewMemory("What is shown here?", "Reverse image search first.", "1. image search", False,
+                            namespace=namespace, caption="a white marble mausoleum with a dome",
+                            question_type="location"))
+    store.record_outcome([a.id, b.id], correct=True, namespace=namespace)
+    store.record_outcome([a.id], correct=False, namespace=namespace)
+    store.pin(b.id, namespace=namespace)
+    store.edit(a.id, namespace=namespace, plan="1. search 2. verify the composer")
+    return [store.get(a.id, namespace=namespace), store.get(b.id, namespace=namespace)]
+
+
+def exported(store, namespace="team") -> str:
+    out = io.StringIO()
+    store.export_jsonl(namespace, out)
+    return out.getvalue()
+
+
+def test_export_then_import_into_an_empty_store_reproduces_it(store, tmp_path, embedder, open_store):
+    originals = fill(store)
+    path = tmp_path / "team.jsonl"
+    store.export_jsonl("team", path)
+    target = MemoryStore(f"sqlite:///{tmp_path / 'other.db'}", embedder=embedder)
+    try:
+        assert target.import_jsonl("team", path) == 2
+        copies = sorted(target.list(namespace="team"), key=lambda m: m.question)
+        assert copies == sorted(originals, key=lambda m: m.question)
+        assert [(h.action, h.before, h.after) for h in target.history(namespace="team")] == \
+            [(h.action, h.before, h.after) for h in store.history(namespace="team")]
+        hits = target.search_contrastive("Who wrote the Moonlight Sonata?", namespace="team").successful
+        assert hits[0].memory == originals[0]
+        assert exported(target).splitlines()[1:] == exported(store).splitlines()[1:]
+    finally:
+        target.close()
+
+
+def test_import_accepts_binary_files(store, tmp_path):
+    fill(store)
+    path = tmp_path / "team.jsonl"
+    store.export_jsonl("team", path)
+    with open(path, "rb") as handle:
+        assert store.import_jsonl("copy", handle) == 2
+
+
+def memory_line(**overrides) -> str:
+    record = {"type": "memory", "id": "5b0f8d2a-6f4e-4c1e-9c39-2b7f6f1f0a11", "question": "Who wrote Dune?",
+              "summary": "Searched the wiki.", "plan": "1. search", "correct": True} | overrides
+    return json.dumps({k: v for k, v in record.items() if v is not ...})
+
+
+GOOD = memory_line()
+
+
+@pytest.mark.parametrize("bad_line, line_number, reason", [
+    ("{not json", 2, "not valid JSON"),
+    ("[1, 2]", 2, "must be a JSON object"),
+    (memory_line(question=...), 2, "field 'question' is missing"),
+    (memory_line(correct="yes"), 2, "field 'correct' must be bool"),
+    (memory_line(question_type="weather"), 2, "Question type 'weather' is unknown"),
+    (memory_line(usage_count=1, success_count=5), 2, "success_count <= usage_count"),
+    (memory_line(id="not-a-uuid"), 2, "must be a UUID"),
+    (memory_line(rogue_field=1), 2, "unknown field"),
+    (memory_line(created_at="yesterday"), 2, "not an ISO timestamp"),
+    (memory_line(type="script"), 2, "unknown record type"),
+    (GOOD, 2, "appears twice (first on line 1)"),
+    ('{"type": "memory", "summary": "' + "x" * 1_100_000 + '"}', 2, "longer than 1000000 bytes"),
+])
+def test_a_bad_line_rejects_the_whole_file_and_names_the_line(store, bad_line, line_number, reason):
+    existing = fill(store)
+    before = exported(store)
+    content = GOOD + "\n" + bad_line + "\n" + memory_line(id="0d7e7b8c-7a57-4a37-9a68-6f6a37f1f5d2") + "\n"
+    with pytest.raises(ImportFileError, match=f"line {line_number}") as caught:
+        store.import_jsonl("team", io.StringIO(content))
+    assert reason in str(caught.value)
+    assert "Nothing was imported" in str(caught.value)
+    assert exported(store).splitlines()[1:] == before.splitlines()[1:]
+    assert store.count(namespace="team") == len(existing)
+
+
+def test_an_id_already_stored_rejects_the_import(store):
+    originals = fill(store)
+    content = memory_line(id="0d7e7b8c-7a57-4a37-9a68-6f6a37f1f5d2") + "\n" + memory_line(id=originals[0].id)
+    with pytest.raises(ImportFileError, match="line 2: memory id .* already exists"):
+        store.import_jsonl("team", io.StringIO(content))
+    assert store.count(namespace="team") == 2
+
+
+def test_a_hand_written_file_gets_defaults(store):
+    assert store.import_jsonl("solo", io.StringIO(GOOD + "\n\n")) == 1
+    memory = store.get("5b0f8d2a-6f4e-4c1e-9c39-2b7f6f1f0a11", namespace="solo")
+    assert (memory.usage_count, memory.success_count, memory.question_type, memory.modality) == (1, 1, "others", "text")
+
+
+def test_an_unknown_format_header_is_refused(store):
+    header = json.dumps({"format": "something-else", "version": 9})
+    with pytest.raises(ImportFileError, match="line 1: unknown format"):
+        store.import_jsonl("team", io.StringIO(header + "\n" + GOOD))
+
+
+def test_export_without_history_imports_memories_only(store):
+    originals = fill(store)
+    out = io.StringIO()
+    store.export_jsonl("team", out, include_history=False)
+    assert '"type": "history"' not in out.getvalue()
+    assert store.import_jsonl("copy", io.StringIO(out.getvalue())) == len(originals)
+    assert store.history(namespace="copy") == []
+
+
+def test_a_binary_file_that_is_not_utf8_names_the_line(store):
+    content = (GOOD + "\n").encode() + b'{"type": "memory", "question": "\xff\xfe"}\n'
+    with pytest.raises(ImportFileError, match="line 2: the line is not UTF-8"):
+        store.import_jsonl("team", io.BytesIO(content))
+    assert store.count(namespace="team") == 0
