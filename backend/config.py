@@ -1,0 +1,268 @@
+"""Configuration: one TOML file plus environment overrides, validated at start.
+
+A bad value is a `ConfigError` that names the key (``roles.planner.backend``) and what to do;
+nothing falls back to a silent default.
+
+Environment overrides use ``MIA_<SECTION>_<KEY>`` for the flat sections
+(``MIA_AGENT_MAX_TURNS=4``) and ``MIA_<ROLE>_<KEY>`` for the roles
+(``MIA_PLANNER_BACKEND=openai``, ``MIA_PLANNER_BASE_URL=http://127.0.0.1:8000/v1``).
+``MIA_CONFIG`` points at another TOML file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_PATH = REPO_ROOT / "mia.toml"
+ROLES = ("planner", "executor", "manager", "judge")
+BACKENDS = ("embedded", "openai")
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or invalid; the message names the key."""
+
+
+@dataclass(frozen=True)
+class RoleConfig:
+    backend: str = "embedded"
+    model_dir: str = ""  # embedded: a transformers folder; empty = the prepared SmolLM2
+    base_url: str = ""  # openai: e.g. http://127.0.0.1:8000/v1
+    model: str = ""  # openai: the served model name
+    api_key: str = ""
+    supports_images: bool = False
+    max_new_tokens: int = 192
+    timeout_s: float = 120.0
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.backend == "embedded"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    max_turns: int = 0  # 0 = automatic: 8 for the embedded model, 30 for served models
+    reflections: int = 1
+    memory_k: int = 2
+    max_question_chars: int = 4000
+    max_seconds: float = 600.0
+    max_llm_calls: int = 0  # 0 = automatic: 30 for served Executors, 60 for the embedded model
+    max_tokens: int = 0  # prompt + completion tokens per question; 0 = no limit
+    summary_max_words: int = 300
+    sparse_memory_planner: str = "manager"  # who plans while memory is sparse: "manager" or "planner"
+    guided_actions: str = "auto"  # "auto" (on for the embedded Executor), "on" or "off"
+
+    def guided_for(self, executor: RoleConfig) -> bool:
+        return self.guided_actions == "on" or (self.guided_actions == "auto" and executor.is_embedded)
+
+    def llm_calls_for(self, executor: RoleConfig) -> int:
+        if self.max_llm_calls:
+            return self.max_llm_calls
+        return 60 if executor.is_embedded else 30
+
+    def turns_for(self, executor: RoleConfig) -> int:
+        if self.max_turns:
+            return self.max_turns
+        return 8 if executor.is_embedded else 30
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    hybrid: bool = True  # BM25 + dense (MiniLM) fused by reciprocal rank; first use embeds the corpus once
+    web: bool = False
+    visit_allow_private: bool = False
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    host: str = "127.0.0.1"
+    port: int = 7860
+    max_image_bytes: int = 10_000_000
+
+
+@dataclass(frozen=True)
+class Config:
+    data_dir: Path = REPO_ROOT / ".mia"
+    memory_url: str = ""  # empty = sqlite file under data_dir
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    app: AppConfig = field(default_factory=AppConfig)
+    roles: Mapping[str, RoleConfig] = field(default_factory=lambda: {r: RoleConfig() for r in ROLES})
+
+    @property
+    def resolved_memory_url(self) -> str:
+        return self.memory_url or f"sqlite:///{self.data_dir / 'memory.sqlite'}"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @property
+    def index_cache_dir(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.data_dir / "runs"
+
+    def role(self, name: str) -> RoleConfig:
+        return self.roles[name]
+
+
+def _coerce(key: str, value: Any, target: type) -> Any:
+    """Convert a TOML or environment value to the field's type, or raise naming the key."""
+    if target is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.lower() in ("1", "true", "yes", "on")
+        raise ConfigError(f"{key}: expected true or false, got {value!r}.")
+    if target is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{key}: expected a whole number, got {value!r}.")
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}: expected a whole number, got {value!r}.") from None
+    if target is float:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}: expected a number, got {value!r}.") from None
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: expected text, got {value!r}.")
+    return value
+
+
+_FIELD_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
+
+
+def _build_section(cls: type, key_prefix: str, values: Mapping[str, Any]) -> Any:
+    known = {f.name: _FIELD_TYPES[f.type] for f in fields(cls) if f.type in _FIELD_TYPES}
+    kwargs = {}
+    for name, value in values.items():
+        if name not in known:
+            raise ConfigError(
+                f"{key_prefix}.{name}: unknown setting; known settings are {', '.join(sorted(known))}."
+            )
+        kwargs[name] = _coerce(f"{key_prefix}.{name}", value, known[name])
+    return cls(**kwargs)
+
+
+def _env_section(prefix: str, cls: type, environ: Mapping[str, str]) -> dict[str, str]:
+    found = {}
+    for f in fields(cls):
+        env_key = f"MIA_{prefix}_{f.name}".upper()
+        if env_key in environ:
+            found[f.name] = environ[env_key]
+    return found
+
+
+def _validate(config: Config) -> None:
+    a, app = config.agent, config.app
+    checks = [
+        (a.max_turns >= 0, "agent.max_turns", "must be 0 (automatic) or a positive number of turns"),
+        (a.reflections >= 0, "agent.reflections", "must be 0 or more"),
+        (a.memory_k >= 1, "agent.memory_k", "must be at least 1"),
+        (a.max_question_chars >= 10, "agent.max_question_chars", "must be at least 10"),
+        (a.max_seconds > 0, "agent.max_seconds", "must be positive"),
+        (a.summary_max_words >= 20, "agent.summary_max_words", "must be at least 20"),
+        (a.max_llm_calls >= 0, "agent.max_llm_calls", "must be 0 (automatic) or a positive number of calls"),
+        (a.max_tokens >= 0, "agent.max_tokens", "must be 0 (no limit) or a positive number of tokens"),
+        (a.guided_actions in ("auto", "on", "off"), "agent.guided_actions", 'must be "auto", "on" or "off"'),
+        (
+            a.sparse_memory_planner in ("manager", "planner"),
+            "agent.sparse_memory_planner",
+            'must be "manager" (the paper\'s routing) or "planner"',
+        ),
+        (0 < app.port < 65536, "app.port", "must be a TCP port (1-65535)"),
+        (app.max_image_bytes > 0, "app.max_image_bytes", "must be positive"),
+    ]
+    for ok, key, message in checks:
+        if not ok:
+            raise ConfigError(f"{key}: {message}.")
+    for name, role in config.roles.items():
+        prefix = f"roles.{name}"
+        if role.backend not in BACKENDS:
+            raise ConfigError(f"{prefix}.backend: must be one of {', '.join(BACKENDS)}, got {role.backend!r}.")
+        if role.backend == "openai":
+            if not role.base_url.startswith(("http://", "https://")):
+                raise ConfigError(
+                    f"{prefix}.base_url: an OpenAI-compatible backend needs an http(s) URL such as "
+                    f"http://127.0.0.1:8000/v1, got {role.base_url!r}."
+                )
+            if not role.model:
+                raise ConfigError(f"{prefix}.model: name the served model (as `vllm serve` was given it).")
+        if role.max_new_tokens < 8:
+            raise ConfigError(f"{prefix}.max_new_tokens: must be at least 8.")
+        if role.timeout_s <= 0:
+            raise ConfigError(f"{prefix}.timeout_s: must be positive.")
+
+
+def load_config(path: Path | str | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read the TOML file (``MIA_CONFIG`` or ``mia.toml``), apply environment overrides, validate."""
+    environ = os.environ if environ is None else environ
+    path = Path(path or environ.get("MIA_CONFIG") or DEFAULT_CONFIG_PATH)
+    raw: dict[str, Any] = {}
+    if path.exists():
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file or point MIA_CONFIG elsewhere.") from None
+    elif path != DEFAULT_CONFIG_PATH:
+        raise ConfigError(f"MIA_CONFIG: the file {path} does not exist.")
+
+    known_top = {"paths", "memory", "agent", "search", "app", "roles"}
+    for key in raw:
+        if key not in known_top:
+            raise ConfigError(f"{key}: unknown section; known sections are {', '.join(sorted(known_top))}.")
+
+    paths = dict(raw.get("paths", {}))
+    memory = dict(raw.get("memory", {}))
+    for key in paths:
+        if key != "data_dir":
+            raise ConfigError(f"paths.{key}: unknown setting; the only one is data_dir.")
+    for key in memory:
+        if key != "url":
+            raise ConfigError(f"memory.{key}: unknown setting; the only one is url.")
+    data_dir = environ.get("MIA_DATA_DIR", paths.get("data_dir", str(REPO_ROOT / ".mia")))
+    memory_url = environ.get("MIA_MEMORY_URL", memory.get("url", ""))
+    if not isinstance(data_dir, str) or not data_dir:
+        raise ConfigError("paths.data_dir: expected a folder path.")
+    if not isinstance(memory_url, str):
+        raise ConfigError("memory.url: expected an SQLAlchemy URL such as sqlite:///memory.sqlite.")
+    data_path = Path(data_dir)
+    if not data_path.is_absolute():
+        data_path = (path.parent if path.exists() else REPO_ROOT) / data_path
+
+    sections = {}
+    for name, cls in (("agent", AgentConfig), ("search", SearchConfig), ("app", AppConfig)):
+        values = dict(raw.get(name, {}))
+        values.update(_env_section(name, cls, environ))
+        sections[name] = _build_section(cls, name, values)
+
+    raw_roles = raw.get("roles", {})
+    for name in raw_roles:
+        if name not in ROLES:
+            raise ConfigError(f"roles.{name}: unknown role; roles are {', '.join(ROLES)}.")
+    roles = {}
+    for name in ROLES:
+        values = dict(raw_roles.get(name, {}))
+        values.update(_env_section(name, RoleConfig, environ))
+        roles[name] = _build_section(RoleConfig, f"roles.{name}", values)
+
+    config = Config(data_dir=data_path, memory_url=memory_url, roles=roles, **sections)
+    _validate(config)
+    return config
+
+
+def with_overrides(config: Config, **agent_overrides: Any) -> Config:
+    """A copy of the config with some agent settings changed (tests, the evaluation harness)."""
+    agent = replace(config.agent, **agent_overrides)
+    new = replace(config, agent=agent)
+    _validate(new)
+    return new

@@ -1,0 +1,175 @@
+"""The typed events of one research run.
+
+`backend.agent.ResearchAgent.run` yields these; the web UI, the command line, the run log and the
+tests all consume the same stream. Each event is plain data and round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass
+class Event:
+    kind: ClassVar[str] = "event"
+    run_id: str
+    at: float = field(default_factory=time.time, kw_only=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass
+class RunStarted(Event):
+    kind: ClassVar[str] = "run_started"
+    question: str
+    namespace: str
+    image: str | None = None
+    caption: str | None = None
+    caption_source: str | None = None  # "user" | "image-search" | "vision-model" | None
+    ground_truth: str | None = None
+
+
+@dataclass
+class MemoriesRetrieved(Event):
+    """Contrastive memories handed to the Planner: each item is a plain dict
+    (id, question, summary, correct, win_rate, similarity, score)."""
+
+    kind: ClassVar[str] = "memories"
+    successful: list[dict] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class PlanReady(Event):
+    kind: ClassVar[str] = "plan"
+    text: str
+    steps: list[str]
+    revision: int = 0  # 0 = the first blueprint, 1.. = supplementary plans after reflection
+    recovered: str | None = None  # set when the model's text gave no steps and a recovery was used
+    planner_model: str = ""  # which model wrote it (the Manager's while memory is sparse)
+
+
+@dataclass
+class ExecutorThought(Event):
+    kind: ClassVar[str] = "thought"
+    turn: int
+    text: str
+
+
+@dataclass
+class TextDelta(Event):
+    """A piece of an Executor turn as it is generated (for live display; not kept in the run log)."""
+
+    kind: ClassVar[str] = "delta"
+    turn: int
+    text: str
+
+
+@dataclass
+class ToolCalled(Event):
+    kind: ClassVar[str] = "tool_call"
+    turn: int
+    name: str
+    arguments: dict
+
+
+@dataclass
+class ToolReturned(Event):
+    kind: ClassVar[str] = "tool_response"
+    turn: int
+    name: str
+    ok: bool
+    content: str
+    passages: list[dict] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Recovery(Event):
+    """The model's output could not be used as-is; says why and what was done instead."""
+
+    kind: ClassVar[str] = "recovery"
+    turn: int
+    reason: str
+    action: str
+    raw: str = ""
+
+
+@dataclass
+class AnswerReady(Event):
+    kind: ClassVar[str] = "answer"
+    text: str
+    forced: bool = False
+    reason: str = ""  # why the answer was forced (turn cap, time limit)
+    sources: list[dict] = field(default_factory=list)  # title/url of passages retrieved in this run
+
+
+@dataclass
+class ReflectionDecided(Event):
+    kind: ClassVar[str] = "reflection"
+    replan: bool
+    scores: dict[str, float] = field(default_factory=dict)
+    round: int = 1
+
+
+@dataclass
+class VerdictReady(Event):
+    kind: ClassVar[str] = "verdict"
+    label: str  # "correct" | "incorrect" | "not_attempted"
+    method: str  # how it was decided: "exact-match", "llm-choice", "evaluators"
+    ground_truth: str | None = None
+    feedback: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MemoryStored(Event):
+    kind: ClassVar[str] = "memory_stored"
+    memory_id: str
+    summary: str
+    correct: bool
+    question_type: str
+    summary_source: str  # "model" | "structural" (the model gave no usable summary)
+
+
+@dataclass
+class RunFinished(Event):
+    kind: ClassVar[str] = "run_finished"
+    answer: str
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunFailed(Event):
+    kind: ClassVar[str] = "run_failed"
+    message: str
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        RunStarted,
+        MemoriesRetrieved,
+        PlanReady,
+        ExecutorThought,
+        TextDelta,
+        ToolCalled,
+        ToolReturned,
+        Recovery,
+        AnswerReady,
+        ReflectionDecided,
+        VerdictReady,
+        MemoryStored,
+        RunFinished,
+        RunFailed,
+    )
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    data = dict(data)
+    cls = EVENT_TYPES[data.pop("kind")]
+    return cls(**data)

@@ -1,0 +1,79 @@
+"""Counting what a run costs: LLM calls, tokens and time, per role and in total."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from backend.llm.base import ChatModel, Choice, Completion
+
+
+@dataclass
+class RunMeter:
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_seconds: float = 0.0
+    tool_calls: int = 0
+    tool_seconds: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+    per_role_calls: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_llm(self, role: str, seconds: float, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        with self._lock:
+            self.llm_calls += 1
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+            self.llm_seconds += seconds
+            self.per_role_calls[role] = self.per_role_calls.get(role, 0) + 1
+
+    def add_tool(self, seconds: float) -> None:
+        with self._lock:
+            self.tool_calls += 1
+            self.tool_seconds += seconds
+
+    def snapshot(self) -> dict[str, float]:
+        wall = time.perf_counter() - self.started
+        return {
+            "llm_calls": self.llm_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tool_calls": self.tool_calls,
+            "wall_seconds": round(wall, 3),
+            "llm_seconds": round(self.llm_seconds, 3),
+            "tool_seconds": round(self.tool_seconds, 3),
+            "other_seconds": round(max(0.0, wall - self.llm_seconds - self.tool_seconds), 3),
+            **{f"calls_{role}": n for role, n in self.per_role_calls.items()},
+        }
+
+
+class MeteredModel:
+    """A ChatModel that records every call in a RunMeter under a role name."""
+
+    def __init__(self, model: ChatModel, meter: RunMeter, role: str) -> None:
+        self.model, self.meter, self.role = model, meter, role
+        self.name = model.name
+        self.supports_images = model.supports_images
+
+    def generate(self, messages: list[dict], **kwargs) -> Completion:
+        completion = self.model.generate(messages, **kwargs)
+        self.meter.add_llm(self.role, completion.seconds, completion.prompt_tokens, completion.completion_tokens)
+        return completion
+
+    def stream(self, messages: list[dict], **kwargs) -> Iterator[str | Completion]:
+        for item in self.model.stream(messages, **kwargs):
+            if isinstance(item, Completion):
+                self.meter.add_llm(self.role, item.seconds, item.prompt_tokens, item.completion_tokens)
+            yield item
+
+    def choose(self, messages: list[dict], options: Sequence[str], **kwargs) -> Choice:
+        start = time.perf_counter()
+        choice = self.model.choose(messages, options, **kwargs)
+        self.meter.add_llm(self.role, time.perf_counter() - start)
+        return choice
+
+    def count_tokens(self, text: str) -> int:
+        return self.model.count_tokens(text)

@@ -1,0 +1,159 @@
+"""The Planner: question + contrastive memories -> a research blueprint; reflection -> replan.
+
+Prompts are short on purpose: the embedded model is tiny and loses long formats. The plan is
+forced to start as a numbered list (prefill ``1.``) and parsed into steps; the raw text is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from backend.llm.base import ChatModel, Completion
+
+PLANNER_SYSTEM = (
+    "You are a research planner. Write a short numbered plan of 2 to 5 atomic steps "
+    "(a search and what it is for, an inference, a cross-check, a synthesis) that an assistant "
+    "with the listed tools can follow to answer the question. Never state facts or the answer."
+)
+
+REPLAN_SYSTEM = (
+    "You are a research planner reviewing an assistant's work. Write a short numbered "
+    "supplementary plan (at most 3 steps) that fixes what is missing. Never state the answer."
+)
+
+REFLECT_QUESTION = (
+    "Is more research needed before this answer can be trusted? "
+    "Say yes if evidence is missing or the answer is incomplete. Reply yes or no."
+)
+
+# A blueprint step is an action. A step that opens with anything else usually states a fact
+# (often the guessed answer), which the paper's Planner must never put in a plan.
+ACTION_VERBS = frozenset(
+    "search find look identify determine check verify confirm compare cross-check combine synthesize "
+    "synthesise infer calculate compute count read visit locate list collect gather answer use note "
+    "extract retrieve match decide select review establish research".split()
+)
+PLAN_PREFILL = "1. Search for"
+_STEP_LINE = re.compile(r"^\s*(?:step\s*)?(\d{1,2})[.):]\s*(.+?)\s*$", re.IGNORECASE)
+
+
+@dataclass
+class Blueprint:
+    text: str
+    steps: list[str]
+    completion: Completion | None = None
+    recovered: str | None = None
+
+
+@dataclass
+class Reflection:
+    replan: bool
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+def parse_steps(text: str, max_steps: int = 8) -> list[str]:
+    """Numbered lines of a plan, in order; repeated or empty steps dropped."""
+    steps: list[str] = []
+    for line in text.splitlines():
+        match = _STEP_LINE.match(line)
+        if match:
+            step = match.group(2).strip()
+            if step and step.lower() not in (s.lower() for s in steps):
+                steps.append(step)
+        if len(steps) >= max_steps:
+            break
+    return steps
+
+
+def split_actions(steps: list[str]) -> tuple[list[str], list[str]]:
+    """(action steps, dropped steps that state something instead of doing something)."""
+    kept, dropped = [], []
+    for step in steps:
+        first = re.sub(r"[^a-z-]", "", step.split()[0].lower()) if step.split() else ""
+        (kept if first in ACTION_VERBS else dropped).append(step)
+    return kept, dropped
+
+
+def is_search_step(step: str) -> bool:
+    return step.lower().startswith(("search", "find", "look", "locate", "retrieve", "research"))
+
+
+def format_memories(successful: list[dict], failed: list[dict], max_chars: int = 400) -> str:
+    """Contrastive memories as prompt text: strategies that worked, then lessons from failures."""
+
+    def block(title: str, items: list[dict]) -> str:
+        if not items:
+            return f"{title}: none found."
+        lines = [f"{title}:"]
+        for i, item in enumerate(items, 1):
+            verdict = "correct" if item.get("correct") else "incorrect"
+            summary = (item.get("summary") or "")[:max_chars]
+            caption = f" Image: {item['caption']}." if item.get("caption") else ""
+            lines.append(f"{i}. ({verdict}) Q: {item.get('question', '')}{caption} How: {summary}")
+        return "\n".join(lines)
+
+    return block("Successful strategies", successful) + "\n" + block("Failure lessons", failed)
+
+
+class Planner:
+    def __init__(self, model: ChatModel, *, max_new_tokens: int = 160) -> None:
+        self.model = model
+        self.max_new_tokens = max_new_tokens
+
+    def plan(self, question: str, memories_text: str, tools_text: str, caption: str | None = None) -> Blueprint:
+        image_line = f"\nImage: {caption}" if caption else ""
+        messages = [
+            {"role": "system", "content": PLANNER_SYSTEM},
+            {
+                "role": "user",
+                "content": f"Tools: {tools_text}\n\n{memories_text}\n\nQuestion: {question}{image_line}\n\nPlan:",
+            },
+        ]
+        completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=PLAN_PREFILL)
+        text = PLAN_PREFILL + completion.text
+        return self._blueprint(text, completion, parse_steps(text), fallback=f"Search for the main entities of: {question}")
+
+    @staticmethod
+    def _blueprint(text: str, completion: Completion, steps: list[str], *, fallback: str) -> Blueprint:
+        """Keep the action steps; say visibly what was dropped or substituted."""
+        kept, dropped = split_actions(steps)
+        notes = []
+        if dropped:
+            notes.append(f"dropped {len(dropped)} step(s) that stated facts instead of actions")
+        if not kept:
+            kept = [fallback]
+            notes.append("no action step was left; using a single search step")
+        return Blueprint(text=text.strip(), steps=kept, completion=completion, recovered="; ".join(notes) or None)
+
+    def reflect(self, question: str, answer: str, trace_text: str) -> Reflection:
+        messages = [
+            {"role": "system", "content": "You check research work."},
+            {
+                "role": "user",
+                "content": f"Question: {question}\nResearch so far:\n{trace_text}\nAnswer: {answer or '(none)'}\n\n{REFLECT_QUESTION}",
+            },
+        ]
+        choice = self.model.choose(messages, ["yes", "no"])
+        return Reflection(replan=choice.label == "yes", scores=dict(choice.logprobs))
+
+    def replan(self, question: str, answer: str, trace_text: str, steps_done: list[str]) -> Blueprint:
+        done = "\n".join(f"- {s}" for s in steps_done) or "- (nothing)"
+        messages = [
+            {"role": "system", "content": REPLAN_SYSTEM},
+            {
+                "role": "user",
+                "content": (
+                    f"Question: {question}\nSteps already done:\n{done}\nFindings:\n{trace_text}\n"
+                    f"Current answer: {answer or '(none)'}\n\nSupplementary plan:"
+                ),
+            },
+        ]
+        completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=PLAN_PREFILL)
+        text = PLAN_PREFILL + completion.text
+        words = text.split()
+        if len(words) > 200:  # the paper caps supplementary plans at 200 words
+            text = " ".join(words[:200])
+        return self._blueprint(
+            text, completion, parse_steps(text, max_steps=3), fallback=f"Search again with different keywords for: {question}"
+        )

@@ -1,0 +1,81 @@
+"""Every run's event stream, kept as one JSONL file per run, per namespace.
+
+The history view reopens a past run from here with its full trace; the evaluation harness and the
+training data builders read the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from backend.events import Event, event_from_dict
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _safe_name(name: str) -> str:
+    cleaned = _SAFE.sub("_", name)[:80]
+    if not cleaned or cleaned in {".", ".."}:
+        raise ValueError(f"{name!r} cannot be used as a namespace or run id")
+    return cleaned
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    question: str
+    answer: str
+    verdict: str
+    started: float
+
+
+class RunLog:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+
+    def _path(self, namespace: str, run_id: str) -> Path:
+        return self.root / _safe_name(namespace) / f"{_safe_name(run_id)}.jsonl"
+
+    def append(self, namespace: str, event: Event) -> None:
+        path = self._path(namespace, event.run_id)
+        line = json.dumps(event.to_dict(), ensure_ascii=False)
+        with self._lock:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fp:
+                fp.write(line + "\n")
+
+    def load(self, namespace: str, run_id: str) -> list[Event]:
+        path = self._path(namespace, run_id)
+        if not path.exists():
+            raise KeyError(f"no run {run_id!r} in namespace {namespace!r}")
+        events = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                events.append(event_from_dict(json.loads(line)))
+        return events
+
+    def list_runs(self, namespace: str, limit: int = 50) -> list[RunSummary]:
+        folder = self.root / _safe_name(namespace)
+        if not folder.exists():
+            return []
+        files = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)[:limit]
+        summaries = []
+        for path in files:
+            question, answer, verdict, started = "", "", "", path.stat().st_mtime
+            for line in path.read_text(encoding="utf-8").splitlines():
+                data = json.loads(line)
+                if data["kind"] == "run_started":
+                    question, started = data["question"], data["at"]
+                elif data["kind"] == "answer":
+                    answer = data["text"]
+                elif data["kind"] == "verdict":
+                    verdict = data["label"]
+                elif data["kind"] == "run_failed":
+                    verdict = "failed"
+            summaries.append(RunSummary(path.stem, question, answer, verdict, started))
+        return summaries

@@ -1,0 +1,71 @@
+"""Building the real parts from the configuration: models, tools, memory store, agent.
+
+First use prepares the embedded model (GGUF -> safetensors cache) and the search index, with
+progress bars; later starts load the caches in seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from backend.agent import ResearchAgent
+from backend.config import Config, RoleConfig
+from backend.llm.base import ChatModel
+from backend.llm.embedded import get_embedded_model, prepare_embedded_model
+from backend.llm.openai_compat import OpenAIChatModel
+from backend.runlog import RunLog
+from backend.tools import build_tools
+from memory_db import MemoryStore, get_embedder
+
+log = logging.getLogger(__name__)
+
+
+def embedded_model_dir(config: Config, role: RoleConfig, *, progress: bool = True) -> Path:
+    if role.model_dir:
+        path = Path(role.model_dir)
+        return path if path.is_absolute() else config.data_dir.parent / path
+    return prepare_embedded_model(config.model_cache_dir, progress=progress)
+
+
+def make_chat_model(config: Config, role_name: str, *, progress: bool = True) -> ChatModel:
+    role = config.role(role_name)
+    if role.is_embedded:
+        return get_embedded_model(embedded_model_dir(config, role, progress=progress))
+    return OpenAIChatModel(
+        role.base_url,
+        role.model,
+        api_key=role.api_key or None,
+        timeout_s=role.timeout_s,
+        supports_images=role.supports_images,
+    )
+
+
+@dataclass
+class Runtime:
+    config: Config
+    agent: ResearchAgent
+    store: MemoryStore
+    runlog: RunLog
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def build_runtime(config: Config, *, progress: bool = True) -> Runtime:
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    models = {role: make_chat_model(config, role, progress=progress) for role in config.roles}
+    embedder = get_embedder()
+    tools = build_tools(
+        cache_dir=config.index_cache_dir,
+        web_enabled=config.search.web,
+        progress=progress,
+        embedder=embedder if config.search.hybrid else None,
+        visit_allow_private=config.search.visit_allow_private,
+        image_index_dir=config.data_dir / "images" if (config.data_dir / "images").is_dir() else None,
+    )
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    runlog = RunLog(config.runs_dir)
+    agent = ResearchAgent(config, models=models, tools=tools, store=store, runlog=runlog)
+    return Runtime(config=config, agent=agent, store=store, runlog=runlog)

@@ -1,0 +1,36 @@
+from backend.planner import format_memories, parse_steps
+
+
+def test_numbered_steps_are_parsed_in_order_and_deduplicated():
+    text = "1. Search Arthur's Magazine founding\n2) Search First for Women founding\nStep 3: compare\n3. compare\nnot a step"
+    assert parse_steps(text) == ["Search Arthur's Magazine founding", "Search First for Women founding", "compare"]
+
+
+def test_no_numbered_lines_gives_no_steps():
+    assert parse_steps("Just search for it and answer.") == []
+
+
+def test_step_cap():
+    text = "\n".join(f"{i}. step {i}" for i in range(1, 12))
+    assert len(parse_steps(text, max_steps=3)) == 3
+
+
+def test_memories_block_shows_both_kinds_or_none_found():
+    empty = format_memories([], [])
+    assert "Successful strategies: none found." in empty and "Failure lessons: none found." in empty
+    text = format_memories(
+        [{"question": "Q1", "summary": "searched both", "correct": True}],
+        [{"question": "Q2", "summary": "guessed", "correct": False, "caption": "a flag"}],
+    )
+    assert "(correct) Q: Q1" in text and "(incorrect) Q: Q2 Image: a flag." in text
+
+
+def test_steps_that_state_facts_are_dropped_visibly():
+    from backend.planner import Planner, split_actions
+
+    kept, dropped = split_actions(["Search Arthur's Magazine", "The first magazine was Arthur's.", "Compare the years"])
+    assert kept == ["Search Arthur's Magazine", "Compare the years"]
+    assert dropped == ["The first magazine was Arthur's."]
+    blueprint = Planner._blueprint("1. Paris is the answer.", None, ["Paris is the answer."], fallback="Search X")
+    assert blueprint.steps == ["Search X"]
+    assert "stated facts" in blueprint.recovered and "single search step" in blueprint.recovered
