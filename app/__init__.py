@@ -1,0 +1,1 @@
+"""The web UI and the command line of the MIA research assistant."""

@@ -1,0 +1,160 @@
+"""Command line: `python -m app` serves the web UI; `python -m app ask "QUESTION"` researches in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import sys
+from typing import Sequence
+
+from backend.config import ConfigError, load_config
+from backend.events import RunFailed, TextDelta
+from backend.agent import RunRequest
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m app", description="MIA research assistant")
+    parser.add_argument("--config", help="TOML configuration file (default: mia.toml or $MIA_CONFIG)")
+    sub = parser.add_subparsers(dest="command")
+
+    serve = sub.add_parser("serve", help="serve the web UI (the default)")
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 7860)")
+    add_serve_options(serve)
+
+    ask = sub.add_parser("ask", help="research one question in the terminal")
+    ask.add_argument("question")
+    ask.add_argument("--ground-truth", help="the right answer, if known: the Judge grades against it")
+    ask.add_argument("--image", help="path to an image that goes with the question")
+    ask.add_argument("--caption", help="what the image shows (otherwise the image index is searched)")
+    ask.add_argument("--namespace", default="default", help="whose memory to use (default: default)")
+    ask.add_argument("--json", action="store_true", help="print events as JSON lines")
+
+    sub.add_parser("prepare", help="prepare the embedded model and the search index, then exit")
+
+    hasher = sub.add_parser("hash-password", help="print a salted hash for a users.toml password")
+    hasher.add_argument("--stdin", action="store_true", help="read the password from standard input (scripts)")
+
+    # `python -m app --host ... --auth users.toml` serves too, without naming the subcommand.
+    parser.add_argument("--host", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    add_serve_options(parser)
+    return parser
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--auth", metavar="USERS_TOML",
+                        help="require logins from this users.toml; each user gets their own memory namespace")
+    parser.add_argument("--read-only", action="store_true",
+                        help="demo mode: memories can be seen and used but not changed")
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    import json
+
+    from app.render import event_to_text
+    from backend.runtime import build_runtime
+
+    config = load_config(args.config)
+    runtime = build_runtime(config, progress=True)
+    failed = False
+    try:
+        request = RunRequest(
+            question=args.question,
+            namespace=args.namespace,
+            image=args.image,
+            caption=args.caption,
+            ground_truth=args.ground_truth,
+        )
+        for event in runtime.agent.run(request):
+            if args.json:
+                print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
+            elif isinstance(event, TextDelta):
+                continue  # the terminal prints each finished step instead
+            else:
+                print(event_to_text(event), flush=True)
+            failed = failed or isinstance(event, RunFailed)
+    finally:
+        runtime.close()
+    return 1 if failed else 0
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from backend.runtime import build_runtime
+
+    runtime = build_runtime(load_config(args.config), progress=True)
+    runtime.close()
+    print("Embedded model and search index are ready.")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from app.ui import serve
+
+    from app.auth import AuthError, UserDirectory
+
+    config = load_config(args.config)
+    host = getattr(args, "host", None) or config.app.host
+    port = getattr(args, "port", None) or config.app.port
+    users = None
+    if args.auth:
+        try:
+            users = UserDirectory.load(args.auth)
+        except AuthError as exc:
+            print(f"Login file error: {exc}", file=sys.stderr)
+            return 2
+    elif not _is_loopback(host):
+        print(
+            f"Refusing to bind to {host}: without --auth the app only listens on 127.0.0.1. "
+            "For a shared demo, give --auth users.toml (see `python -m app hash-password`).",
+            file=sys.stderr,
+        )
+        return 2
+    serve(config, host=host, port=port, users=users, read_only=args.read_only)
+    return 0
+
+
+def cmd_hash_password(args: argparse.Namespace) -> int:
+    import getpass
+
+    from app.auth import AuthError, hash_password
+
+    if args.stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Again: ") != password:
+            print("The two passwords differ; nothing was printed.", file=sys.stderr)
+            return 2
+    try:
+        print(hash_password(password))
+    except AuthError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "ask":
+            return cmd_ask(args)
+        if args.command == "prepare":
+            return cmd_prepare(args)
+        if args.command == "hash-password":
+            return cmd_hash_password(args)
+        return cmd_serve(args)
+    except ConfigError as exc:
+        print(f"Configuration error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,208 @@
+"""The memory view: search and filter, a sortable table, a detail panel to curate one memory,
+its history with undo, where it was used, and export / import with a preview."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+
+from app.memory_view import (
+    COLUMNS, LABELS, SORTS, MemoryFilter, detail_markdown, find_memories, history_rows, import_preview,
+    runs_using, table_rows,
+)
+from app.render import esc
+from app.session import AppContext, ReadOnlyModeError
+from memory_db import MODALITIES, QUESTION_TYPES, MemoryNotFoundError, MemoryStoreError
+
+HISTORY_COLUMNS = ["history id", "action", "changed", "by", "when"]
+USED_COLUMNS = ["run id", "question", "known from"]
+KNOWN_ERRORS = (MemoryStoreError, ReadOnlyModeError, ValueError, OSError)
+
+
+def _problem(exc: Exception) -> str:
+    return f"⚠️ {esc(exc)}"
+
+
+def linked_memory(request: gr.Request | None) -> str:
+    """The memory id of a ?memory=ID link from the research trace, or ''."""
+    params = getattr(request, "query_params", None) or {}
+    return str(params.get("memory", "") or "")[:64]
+
+
+def build_memory_tab(ctx: AppContext):
+    """Builds the view inside the current Blocks; returns (on_load function, its outputs) for page load."""
+    selected = gr.State("")
+    with gr.Row():
+        namespace = gr.Dropdown(label="Namespace (admins)", choices=[], allow_custom_value=True, visible=False,
+                                elem_id="namespace", scale=1)
+        query = gr.Textbox(label="Search", placeholder="words in the question, summary or plan", elem_id="memory-query",
+                           scale=3)
+        semantic = gr.Checkbox(label="Semantic (by meaning)", elem_id="memory-semantic", scale=1)
+    with gr.Row():
+        label = gr.Dropdown(list(LABELS), value="all", label="Label", elem_id="memory-label")
+        modality = gr.Dropdown(["all", *MODALITIES], value="all", label="Modality", elem_id="memory-modality")
+        qtype = gr.Dropdown(["all", *QUESTION_TYPES], value="all", label="Question type", elem_id="memory-type")
+        pinned = gr.Checkbox(label="Pinned only", elem_id="memory-pinned")
+        sort = gr.Dropdown(list(SORTS), value="newest", label="Sort by", elem_id="memory-sort")
+        search = gr.Button("Search", variant="primary", elem_id="memory-search")
+    count = gr.Markdown(elem_id="memory-count")
+    table = gr.Dataframe(headers=COLUMNS, interactive=False, wrap=True, max_height=420, elem_id="memory-table",
+                         column_widths=["14%", "24%", "8%", "7%", "7%", "6%", "5%", "6%", "6%", "17%"])
+
+    with gr.Group(elem_id="memory-detail"):
+        with gr.Row():
+            memory_id = gr.Textbox(label="Memory id (click a row, or paste an id)", elem_id="memory-id", scale=3)
+            open_button = gr.Button("Open", elem_id="memory-open", scale=1)
+        detail = gr.Markdown("Pick a memory from the table to see and curate it.", elem_id="memory-detail-text")
+        summary = gr.Textbox(label="Workflow summary", lines=4, elem_id="memory-summary")
+        plan = gr.Textbox(label="Plan", lines=4, elem_id="memory-plan")
+        with gr.Row():
+            save = gr.Button("Save edits", elem_id="memory-save")
+            mark_good = gr.Button("Relabel: successful", elem_id="memory-relabel-good")
+            mark_bad = gr.Button("Relabel: failed", elem_id="memory-relabel-bad")
+            pin = gr.Button("Pin / unpin", elem_id="memory-pin")
+            delete = gr.Button("Delete", variant="stop", elem_id="memory-delete")
+        action_result = gr.Markdown(elem_id="memory-action-result")
+        history = gr.Dataframe(headers=HISTORY_COLUMNS, interactive=False, label="History (newest first)",
+                               elem_id="memory-history", max_height=240)
+        with gr.Row():
+            undo_id = gr.Number(label="History id to undo", precision=0, elem_id="undo-id")
+            undo = gr.Button("Undo that change", elem_id="memory-undo")
+        used = gr.Dataframe(headers=USED_COLUMNS, interactive=False, label="Runs that used this memory",
+                            elem_id="memory-used", max_height=200)
+
+    with gr.Accordion("Export and import", open=False, elem_id="transfer"):
+        with gr.Row():
+            export = gr.Button("Export this namespace (JSON lines)", elem_id="memory-export")
+            export_file = gr.File(label="Export", interactive=False, elem_id="export-file")
+        import_file = gr.File(label="Import file (.jsonl)", file_types=[".jsonl", ".json"], type="filepath",
+                              elem_id="import-file")
+        preview_text = gr.Markdown(elem_id="import-preview-text")
+        preview = gr.Dataframe(headers=["id", "question", "label", "type", "uses"], interactive=False,
+                               label="Preview", elem_id="import-preview", max_height=240)
+        do_import = gr.Button("Import", elem_id="memory-import")
+        import_result = gr.Markdown(elem_id="import-result")
+
+    filters = [namespace, query, semantic, label, modality, qtype, pinned, sort]
+    detail_outputs = [selected, detail, summary, plan, history, used, undo_id]
+
+    def list_memories(ns, q, sem, lab, mod, qt, pin_only, order, request: gr.Request):
+        space = ctx.visible_namespace(request, ns)
+        f = MemoryFilter(q or "", bool(sem), lab, mod, qt, bool(pin_only), order)
+        try:
+            found = find_memories(ctx.runtime.store, space, f)
+        except KNOWN_ERRORS as exc:
+            return _problem(exc), []
+        total = ctx.runtime.store.count(namespace=space)
+        return f"{len(found)} shown of {total} memories in namespace `{esc(space)}`.", table_rows(found)
+
+    def open_memory(ns, wanted: str, request: gr.Request):
+        space = ctx.visible_namespace(request, ns)
+        wanted = (wanted or "").strip()
+        try:
+            m = ctx.runtime.store.get(wanted, namespace=space)
+        except MemoryNotFoundError as exc:
+            entries = ctx.runtime.store.history(wanted, namespace=space) if wanted else []
+            if not entries:
+                return "", _problem(exc), "", "", [], [], None
+            note = f"Memory `{esc(wanted)}` is deleted; undo the deletion from its history below."
+            return wanted, note, "", "", history_rows(entries), [], entries[0].id
+        except KNOWN_ERRORS as exc:
+            return "", _problem(exc), "", "", [], [], None
+        entries = ctx.runtime.store.history(m.id, namespace=space)
+        usage = runs_using(ctx.runtime.store, ctx.runtime.runlog, space, m.id)
+        newest = entries[0].id if entries else None
+        return m.id, detail_markdown(m), m.summary, m.plan, history_rows(entries), usage, newest
+
+    def pick_row(evt: gr.SelectData) -> str:
+        return str(evt.row_value[0]) if evt.row_value else ""
+
+    def change(action):
+        def handler(ns, current: str, new_summary: str, new_plan: str, history_id, request: gr.Request) -> str:
+            if not current:
+                return "Open a memory first."
+            space = ctx.visible_namespace(request, ns)
+            store, actor = ctx.runtime.store, ctx.user_of(request)
+            try:
+                ctx.require_writable()
+                return action(store, current, space, actor, new_summary, new_plan, history_id)
+            except KNOWN_ERRORS as exc:
+                return _problem(exc)
+        return handler
+
+    def do_save(store, mid, space, actor, new_summary, new_plan, _):
+        store.edit(mid, namespace=space, summary=new_summary, plan=new_plan, actor=actor)
+        return f"Saved the edits to `{mid[:8]}`."
+
+    def do_relabel(correct: bool):
+        def act(store, mid, space, actor, *_):
+            store.relabel(mid, namespace=space, correct=correct, actor=actor)
+            return f"`{mid[:8]}` is now a {'successful strategy' if correct else 'failure lesson'}."
+        return act
+
+    def do_pin(store, mid, space, actor, *_):
+        now = not store.get(mid, namespace=space).pinned
+        store.pin(mid, namespace=space, pinned=now, actor=actor)
+        return f"`{mid[:8]}` {'pinned: it is never evicted' if now else 'unpinned'}."
+
+    def do_delete(store, mid, space, actor, *_):
+        store.delete(mid, namespace=space, actor=actor)
+        return f"Deleted `{mid[:8]}`; undo it from the history below."
+
+    def do_undo(store, mid, space, actor, _s, _p, history_id):
+        if history_id is None:
+            return "Choose the history id of the change to undo."
+        restored = store.undo(int(history_id), namespace=space, actor=actor)
+        return f"Undid change {int(history_id)}" + (f"; `{restored.id[:8]}` restored." if restored else "; the memory is gone again.")
+
+    def export_namespace(ns, request: gr.Request):
+        space = ctx.visible_namespace(request, ns)
+        out = Path(tempfile.mkdtemp(prefix="mia-export-")) / f"memories-{space}.jsonl"
+        written = ctx.runtime.store.export_jsonl(space, out)
+        return str(out), f"Exported {written} memories from `{esc(space)}`."
+
+    def preview_import(ns, path: str | None, request: gr.Request):
+        if not path:
+            return "", []
+        try:
+            return import_preview(path, ctx.visible_namespace(request, ns))
+        except KNOWN_ERRORS as exc:
+            return _problem(exc) + " Nothing was imported.", []
+
+    def apply_import(ns, path: str | None, request: gr.Request) -> str:
+        if not path:
+            return "Choose an export file first."
+        space = ctx.visible_namespace(request, ns)
+        try:
+            ctx.require_writable()
+            count_imported = ctx.runtime.store.import_jsonl(space, path, actor=f"import:{ctx.user_of(request)}")
+        except KNOWN_ERRORS as exc:
+            return _problem(exc) + " Nothing was imported."
+        return f"Imported {count_imported} memories into `{esc(space)}`."
+
+    def on_load(request: gr.Request):
+        admin = ctx.users is not None and ctx.is_admin(request)
+        own = ctx.namespace_of(request)
+        choices = sorted({own, *ctx.runtime.store.namespaces()}) if admin else [own]
+        listing = list_memories(own, "", False, "all", "all", "all", False, "newest", request)
+        linked = linked_memory(request)
+        opened = open_memory(own, linked, request) if linked else [gr.update()] * len(detail_outputs)
+        return gr.update(choices=choices, value=own, visible=admin), *listing, linked or gr.update(), *opened
+
+    search.click(list_memories, filters, [count, table])
+    query.submit(list_memories, filters, [count, table])
+    namespace.change(list_memories, filters, [count, table])
+    table.select(pick_row, None, [memory_id]).then(open_memory, [namespace, memory_id], detail_outputs)
+    open_button.click(open_memory, [namespace, memory_id], detail_outputs)
+    edit_inputs = [namespace, selected, summary, plan, undo_id]
+    for button, action in ((save, do_save), (mark_good, do_relabel(True)), (mark_bad, do_relabel(False)),
+                           (pin, do_pin), (delete, do_delete), (undo, do_undo)):
+        (button.click(change(action), edit_inputs, [action_result])
+         .then(open_memory, [namespace, selected], detail_outputs)
+         .then(list_memories, filters, [count, table]))
+    export.click(export_namespace, [namespace], [export_file, import_result])
+    import_file.change(preview_import, [namespace, import_file], [preview_text, preview])
+    do_import.click(apply_import, [namespace, import_file], [import_result]).then(list_memories, filters, [count, table])
+    return on_load, [namespace, count, table, memory_id, *detail_outputs]

@@ -1,0 +1,134 @@
+"""The memory view's data: filtered and sorted table rows, a memory's detail, its history and
+provenance, and the preview of an import file. Plain functions; app/memory_tab.py wires them up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from app.render import esc
+from backend.runlog import RunLog
+from memory_db import HistoryEntry, Memory, MemoryStore
+from memory_db.transfer import read_import_file
+
+COLUMNS = ["id", "question", "verdict", "type", "modality", "pinned", "uses", "win rate", "age", "summary"]
+SORTS = {"newest": ("created_at", True), "oldest": ("created_at", False), "win rate": ("win_rate", True),
+         "uses": ("usage_count", True), "recently changed": ("updated_at", True)}
+LABELS = {"all": None, "successful": True, "failed": False}
+SCAN_LIMIT = 5000
+
+
+@dataclass
+class MemoryFilter:
+    query: str = ""
+    semantic: bool = False
+    label: str = "all"
+    modality: str = "all"
+    question_type: str = "all"
+    pinned_only: bool = False
+    sort: str = "newest"
+
+
+def age_text(moment: datetime, now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    seconds = max(0.0, (now - moment.astimezone(timezone.utc)).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
+
+
+def _passes(m: Memory, f: MemoryFilter) -> bool:
+    wanted = LABELS[f.label]
+    return (
+        (wanted is None or m.correct == wanted)
+        and (f.modality == "all" or m.modality == f.modality)
+        and (f.question_type == "all" or m.question_type == f.question_type)
+        and (not f.pinned_only or m.pinned)
+    )
+
+
+def find_memories(store: MemoryStore, namespace: str, f: MemoryFilter, limit: int = 200) -> list[Memory]:
+    """Memories matching the filter: semantic search ranks by similarity to the query; text search
+    keeps memories whose question, summary or plan contain it; otherwise the chosen sort applies."""
+    if f.label not in LABELS or f.sort not in SORTS:
+        raise ValueError(f"Unknown label {f.label!r} or sort {f.sort!r}.")
+    query = f.query.strip()
+    if query and f.semantic:
+        modality = None if f.modality == "all" else f.modality
+        found = store.search_contrastive(query, namespace=namespace, k=limit, modality=modality)
+        ranked = sorted(found.successful + found.failed, key=lambda s: s.similarity, reverse=True)
+        return [s.memory for s in ranked if _passes(s.memory, f)][:limit]
+    order_by, descending = SORTS[f.sort]
+    candidates = store.list(namespace=namespace, limit=SCAN_LIMIT, order_by=order_by, descending=descending)
+    needle = query.lower()
+    return [
+        m for m in candidates
+        if _passes(m, f) and (not needle or needle in f"{m.question}\n{m.summary}\n{m.plan}".lower())
+    ][:limit]
+
+
+def table_rows(found: list[Memory]) -> list[list]:
+    return [
+        [m.id, m.question, "successful" if m.correct else "failed", m.question_type, m.modality,
+         "yes" if m.pinned else "", m.usage_count, round(m.win_rate, 3), age_text(m.created_at), m.summary[:200]]
+        for m in found
+    ]
+
+
+def detail_markdown(m: Memory) -> str:
+    p = m.provenance or {}
+    lines = [
+        f"### Memory `{esc(m.id)}`",
+        f"**Question:** {esc(m.question)}",
+        f"**Label:** {'successful strategy' if m.correct else 'failure lesson'} · **type:** {esc(m.question_type)} · "
+        f"**modality:** {esc(m.modality)} · **pinned:** {'yes' if m.pinned else 'no'}",
+        f"**Win rate:** {m.win_rate:.2f} ({m.success_count} of {m.usage_count} uses) · created {age_text(m.created_at)} ago",
+    ]
+    if m.caption:
+        lines.append(f"**Image caption:** {esc(m.caption)}")
+    if p.get("answer") is not None:
+        lines.append(f"**Answer given:** {esc(p.get('answer'))}")
+    if p.get("run_id"):
+        lines.append(f"**From run:** `{esc(p['run_id'])}` (judge: {esc(p.get('judge_verdict', '-'))} by {esc(p.get('judge_method', '-'))})")
+    return "\n\n".join(lines)
+
+
+def history_rows(entries: list[HistoryEntry]) -> list[list]:
+    rows = []
+    for e in entries:
+        changed = []
+        if e.before and e.after:
+            changed = [k for k in ("summary", "plan", "correct", "pinned", "question_type", "usage_count")
+                       if e.before.get(k) != e.after.get(k)]
+        rows.append([e.id, e.action, ", ".join(changed), e.actor, e.created_at.strftime("%Y-%m-%d %H:%M:%S")])
+    return rows
+
+
+def runs_using(store: MemoryStore, runlog: RunLog, namespace: str, memory_id: str, max_runs: int = 200) -> list[list]:
+    """Where this memory was used: later memories whose provenance lists it, and logged runs that
+    retrieved it. Rows: run id, question, how it is known."""
+    rows: dict[str, list] = {}
+    for m in store.list(namespace=namespace, limit=SCAN_LIMIT):
+        p = m.provenance or {}
+        if memory_id in (p.get("memories_used") or []) and p.get("run_id"):
+            rows[p["run_id"]] = [p["run_id"], m.question, f"provenance of memory {m.id[:8]}"]
+    for summary in runlog.list_runs(namespace, limit=max_runs):
+        if summary.run_id in rows:
+            continue
+        for event in runlog.load(namespace, summary.run_id):
+            if event.kind == "memories" and memory_id in [x["id"] for x in event.successful + event.failed]:
+                rows[summary.run_id] = [summary.run_id, summary.question, "run log"]
+                break
+    return list(rows.values())
+
+
+def import_preview(path: str, namespace: str) -> tuple[str, list[list]]:
+    """Parse and validate an export without importing; raises memory_db.ImportFileError on a bad line."""
+    parsed = read_import_file(path, namespace)
+    rows = [[m.id, m.question, "successful" if m.correct else "failed", m.question_type, m.usage_count]
+            for m in parsed.memories]
+    summary = (f"{len(parsed.memories)} memories and {len(parsed.history)} history entries will be imported "
+               f"into namespace `{esc(namespace)}`. Press Import to apply.")
+    return summary, rows

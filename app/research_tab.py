@@ -1,0 +1,125 @@
+"""The research view: ask, watch the trace form, give feedback, reopen past runs."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+import gradio as gr
+
+from app.render import ChatTranscript, esc, transcript_of
+from app.session import AppContext, ReadOnlyModeError
+from backend.agent import RunRequest
+from backend.feedback import FeedbackError, submit_feedback
+from backend.judge import Judge
+from backend.llm.base import LLMError
+from memory_db import MemoryStoreError
+
+log = logging.getLogger(__name__)
+
+EXAMPLE_QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
+HISTORY_COLUMNS = ["run id", "started", "question", "answer", "verdict"]
+
+
+def history_rows(ctx: AppContext, namespace: str) -> list[list]:
+    return [
+        [r.run_id, datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M"), r.question, r.answer, r.verdict]
+        for r in ctx.runtime.runlog.list_runs(namespace, limit=100)
+    ]
+
+
+def _with_thumbs(give_feedback, thumbs: str | None):
+    def handler(current_run: str | None, answer: str, note: str, request: gr.Request) -> str:
+        return give_feedback(thumbs, current_run, answer, note, request)
+
+    return handler
+
+
+def build_research_tab(ctx: AppContext):
+    """Builds the view inside the current Blocks; returns (load_history, history table) for page load."""
+    run_id = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=3):
+            question = gr.Textbox(label="Question", lines=2, placeholder=EXAMPLE_QUESTION, elem_id="question")
+            ground_truth = gr.Textbox(label="Right answer, if you know it (the Judge grades against it)",
+                                      elem_id="ground-truth")
+            with gr.Row():
+                ask = gr.Button("Research", variant="primary", elem_id="ask")
+                gr.Examples([[EXAMPLE_QUESTION]], inputs=[question])
+        with gr.Column(scale=1):
+            # A file, not gr.Image: gr.Image decodes uploads itself and answers a broken file with a bare
+            # "Error"; the agent's own check says what is wrong and what to upload instead.
+            image = gr.File(label="Image (optional: PNG, JPEG, GIF, WebP)", file_types=["image"], type="filepath",
+                            elem_id="image", height=120)
+            caption = gr.Textbox(label="What the image shows (optional)", elem_id="caption")
+    chat = gr.Chatbot(label="Research trace", height=560, elem_id="trace",
+                      placeholder="Memories, the plan, each step, the answer and a run summary appear here.")
+
+    with gr.Accordion("Feedback on this answer", open=True, elem_id="feedback"):
+        with gr.Row():
+            up = gr.Button("👍 Right", elem_id="thumbs-up")
+            down = gr.Button("👎 Wrong", elem_id="thumbs-down")
+        right_answer = gr.Textbox(label="The right answer (optional)", elem_id="right-answer")
+        comment = gr.Textbox(label="Comment (optional)", elem_id="feedback-comment")
+        send = gr.Button("Send feedback (no thumbs)", elem_id="send-feedback", size="sm")
+        feedback_result = gr.Markdown(elem_id="feedback-result")
+
+    with gr.Accordion("Your past runs", open=False, elem_id="history"):
+        refresh_history = gr.Button("Refresh", size="sm", elem_id="refresh-history")
+        history = gr.Dataframe(headers=HISTORY_COLUMNS, interactive=False, wrap=True, max_height=300,
+                               elem_id="history-table")
+        with gr.Row():
+            reopen_id = gr.Textbox(label="Run id", elem_id="reopen-id", scale=3)
+            reopen = gr.Button("Reopen with full trace", elem_id="reopen", scale=1)
+
+    def run_question(q: str, img: str | None, cap: str, gt: str, request: gr.Request):
+        transcript = ChatTranscript()
+        run = RunRequest(question=q or "", namespace=ctx.namespace_of(request), image=img or None,
+                         caption=cap or None, ground_truth=gt or None)
+        try:
+            for event in ctx.agent.run(run):
+                transcript.add(event)
+                yield transcript.messages, transcript.run_id, ""
+        except Exception as exc:  # the agent reports its own errors as events; this is a last guard
+            log.exception("run failed outside the agent")
+            transcript.messages.append({"role": "assistant", "content": f"❌ The run stopped: {esc(exc)}"})
+            yield transcript.messages, transcript.run_id, ""
+
+    def give_feedback(thumbs: str | None, current_run: str | None, answer: str, note: str, request: gr.Request) -> str:
+        if not current_run:
+            return "Run a question (or reopen a past run) first; feedback applies to the run shown above."
+        try:
+            ctx.require_writable()
+            outcome = submit_feedback(
+                store=ctx.runtime.store, runlog=ctx.runtime.runlog, judge=Judge(ctx.runtime.agent.models["judge"]),
+                queue=ctx.queue, namespace=ctx.namespace_of(request), run_id=current_run,
+                user=ctx.user_of(request), thumbs=thumbs, right_answer=answer, comment=note,
+            )
+        except (FeedbackError, ReadOnlyModeError, MemoryStoreError, LLMError) as exc:
+            return f"⚠️ {esc(exc)}"
+        return "**Feedback applied.**\n\n" + "\n".join(f"- {esc(line)}" for line in outcome.changes)
+
+    def reopen_run(wanted: str, request: gr.Request):
+        wanted = (wanted or "").strip()
+        try:
+            events = ctx.runtime.runlog.load(ctx.namespace_of(request), wanted)
+        except (KeyError, ValueError):
+            return gr.update(), gr.update(), f"⚠️ No run {esc(wanted)!s} in your history; pick a run id from the table."
+        return transcript_of(events).messages, wanted, f"Reopened run `{esc(wanted)}`."
+
+    def pick_history_row(evt: gr.SelectData) -> str:
+        return str(evt.row_value[0]) if evt.row_value else ""
+
+    def load_history(request: gr.Request) -> list[list]:
+        return history_rows(ctx, ctx.namespace_of(request))
+
+    inputs = [question, image, caption, ground_truth]
+    for trigger in (ask.click, question.submit):
+        trigger(run_question, inputs, [chat, run_id, feedback_result], concurrency_limit=4,
+                concurrency_id="research").then(load_history, None, [history])
+    for button, thumbs in ((up, "up"), (down, "down"), (send, None)):
+        button.click(_with_thumbs(give_feedback, thumbs), [run_id, right_answer, comment], [feedback_result])
+    refresh_history.click(load_history, None, [history])
+    history.select(pick_history_row, None, [reopen_id])
+    reopen.click(reopen_run, [reopen_id], [chat, run_id, feedback_result])
+    return load_history, history

@@ -1,0 +1,67 @@
+"""What every view of the web UI shares: the runtime, who is logged in, their namespace, the modes."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from app.auth import UserDirectory
+from app.readonly import ReadOnlyStore
+from backend.agent import ResearchAgent
+from backend.feedback import FeedbackQueue, feedback_queue_for
+from backend.runtime import Runtime
+
+DEFAULT_NAMESPACE = "default"
+
+
+class ReadOnlyModeError(PermissionError):
+    """A change was asked for in the read-only demo."""
+
+    def __init__(self) -> None:
+        super().__init__("This is a read-only demo: memories can be seen and used, but not changed.")
+
+
+@dataclass
+class AppContext:
+    runtime: Runtime
+    users: UserDirectory | None = None
+    read_only: bool = False
+    queue: FeedbackQueue = field(init=False)
+    settings_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        self.queue = feedback_queue_for(self.runtime.config.data_dir)
+
+    @property
+    def agent(self) -> ResearchAgent:
+        """The agent runs use; in read-only mode it reads the store but never writes to it."""
+        agent = self.runtime.agent
+        if not self.read_only:
+            return agent
+        return ResearchAgent(agent.config, models=agent.models, tools=agent.tools,
+                             store=ReadOnlyStore(self.runtime.store), runlog=agent.runlog)
+
+    def user_of(self, request: gr.Request | None) -> str:
+        name = getattr(request, "username", None) if request is not None else None
+        return name or DEFAULT_NAMESPACE
+
+    def namespace_of(self, request: gr.Request | None) -> str:
+        """The logged-in user's own namespace (= user name); `default` without logins."""
+        return self.user_of(request)
+
+    def is_admin(self, request: gr.Request | None) -> bool:
+        if self.users is None:
+            return True  # a single local user owns everything
+        return self.users.is_admin(getattr(request, "username", None))
+
+    def visible_namespace(self, request: gr.Request | None, chosen: str | None) -> str:
+        """The namespace a view may show: the admin's choice, or the user's own."""
+        if chosen and self.is_admin(request):
+            return chosen
+        return self.namespace_of(request)
+
+    def require_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyModeError()

@@ -1,0 +1,88 @@
+"""The Gradio web UI: research, memory, learning and settings views over one runtime."""
+
+from __future__ import annotations
+
+import logging
+
+import gradio as gr
+
+from app.auth import UserDirectory
+from app.learning_tab import build_learning_tab
+from app.memory_tab import build_memory_tab, linked_memory
+from app.render import esc
+from app.research_tab import build_research_tab
+from app.session import AppContext
+from app.settings_tab import build_settings_tab
+from backend.config import Config
+from backend.runtime import build_runtime
+
+log = logging.getLogger(__name__)
+
+INTRO = (
+    "# MIA research assistant\n"
+    "Ask a research question. You will see the memories retrieved, the Planner's blueprint, each "
+    "Executor step with its tool calls and passages, the answer, the Judge's verdict and the memory stored."
+)
+
+
+def build_ui(ctx: AppContext) -> gr.Blocks:
+    with gr.Blocks(title="MIA research assistant") as demo:
+        gr.Markdown(INTRO)
+        who = gr.Markdown(elem_id="who")
+        with gr.Tabs() as tabs:
+            with gr.Tab("Research", id="research", elem_id="tab-research"):
+                load_history, history = build_research_tab(ctx)
+            with gr.Tab("Memory", id="memory", elem_id="tab-memory") as memory_tab:
+                load_memory, memory_outputs = build_memory_tab(ctx)
+            with gr.Tab("Learning", id="learning", elem_id="tab-learning") as learning_tab:
+                load_learning, learning_outputs = build_learning_tab(ctx)
+            with gr.Tab("Settings", id="settings", elem_id="tab-settings"):
+                load_settings, settings_outputs = build_settings_tab(ctx)
+
+        def whoami(request: gr.Request) -> str:
+            user = ctx.user_of(request)
+            parts = [f"Signed in as **{esc(user)}**" if ctx.users else "Local mode (no logins)",
+                     f"memories in namespace `{esc(ctx.namespace_of(request))}`"]
+            if ctx.users and ctx.is_admin(request):
+                parts.append("admin: every namespace is visible in Memory")
+            if ctx.read_only:
+                parts.append("**read-only demo**: memories can be seen and used, not changed")
+            return " · ".join(parts)
+
+        def follow_link(request: gr.Request):
+            return gr.Tabs(selected="memory") if linked_memory(request) else gr.Tabs()
+
+        demo.load(whoami, None, [who])
+        demo.load(follow_link, None, [tabs])
+        demo.load(load_history, None, [history])
+        demo.load(load_memory, None, memory_outputs)
+        demo.load(load_learning, None, learning_outputs)
+        demo.load(load_settings, None, settings_outputs)
+        memory_tab.select(load_memory, None, memory_outputs)
+        learning_tab.select(load_learning, None, learning_outputs)
+    return demo
+
+
+def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool = False):
+    """Start serving; runs queue separately so one user's long run does not block another's page."""
+    demo = build_ui(ctx)
+    auth = ctx.users.check if ctx.users is not None else None
+    demo.queue(default_concurrency_limit=8)
+    demo.launch(
+        server_name=host, server_port=port, show_error=True, auth=auth,
+        auth_message="Sign in with the account the demo's host gave you." if auth else None,
+        max_file_size=ctx.runtime.config.app.max_image_bytes, prevent_thread_lock=prevent_thread_lock,
+        ssr_mode=False, quiet=True,
+    )
+    return demo
+
+
+def serve(config: Config, *, host: str, port: int, users: UserDirectory | None = None, read_only: bool = False) -> None:
+    print("Preparing the models, the search index and the memory store (first start takes a few minutes)...", flush=True)
+    runtime = build_runtime(config, progress=True)
+    ctx = AppContext(runtime, users=users, read_only=read_only)
+    print(f"Serving on http://{host}:{port}", flush=True)
+    try:
+        launch(ctx, host=host, port=port)
+    finally:
+        runtime.close()

@@ -1,0 +1,162 @@
+"""Fixtures for the app's tests: a real runtime on the tiny random model, the shared search index,
+a fresh memory store and run log per test."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from backend.config import RoleConfig, load_config
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_INDEX_DIR = REPO / ".mia" / "test-cache" / "index"
+
+
+def app_config(data_dir: Path, model_dir: Path):
+    """The repository config with every role on `model_dir` and data under `data_dir`."""
+    base = load_config(environ={})
+    role = RoleConfig(backend="embedded", model_dir=str(model_dir), max_new_tokens=32)
+    return replace(
+        base,
+        data_dir=data_dir,
+        memory_url=f"sqlite:///{data_dir / 'memory.sqlite'}",
+        agent=replace(base.agent, max_turns=2, reflections=1),
+        roles={name: role for name in base.roles},
+    )
+
+
+@pytest.fixture(scope="session")
+def shared_tools():
+    from backend.tools import build_tools
+
+    return build_tools(cache_dir=SHARED_INDEX_DIR, web_enabled=False, progress=False)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from memory_db import get_embedder
+
+    return get_embedder()
+
+
+def make_runtime(config, tools, embedder):
+    """build_runtime's parts, with the search index shared between tests instead of rebuilt."""
+    from backend.agent import ResearchAgent
+    from backend.runlog import RunLog
+    from backend.runtime import Runtime, make_chat_model
+    from memory_db import MemoryStore
+
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    models = {name: make_chat_model(config, name, progress=False) for name in config.roles}
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    runlog = RunLog(config.runs_dir)
+    agent = ResearchAgent(config, models=models, tools=tools, store=store, runlog=runlog)
+    return Runtime(config=config, agent=agent, store=store, runlog=runlog)
+
+
+@pytest.fixture
+def runtime(tmp_path, tiny_model_dir, shared_tools, embedder):
+    rt = make_runtime(app_config(tmp_path / "data", tiny_model_dir), shared_tools, embedder)
+    yield rt
+    rt.close()
+
+
+# -- the app in a real server, and a real browser -------------------------------------------------
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+USERS = {"alice": ("alice-pass", False), "bob": ("bob-pass", False), "carol": ("carol-pass", False),
+         "admin": ("admin-pass", True)}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_users(path: Path) -> Path:
+    from app.auth import hash_password
+
+    lines = []
+    for name, (password, admin) in USERS.items():
+        lines += [f"[users.{name}]", f'password = "{hash_password(password)}"', f"admin = {str(admin).lower()}", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def serve_app(root: Path, model_dir: Path, tools, embedder, *, with_logins: bool, read_only: bool = False):
+    """Start the whole app on 127.0.0.1:<free port>; returns (url, AppContext, stop)."""
+    from app.auth import UserDirectory
+    from app.session import AppContext
+    from app.ui import launch
+
+    runtime = make_runtime(app_config(root / "data", model_dir), tools, embedder)
+    users = UserDirectory.load(write_users(root / "users.toml")) if with_logins else None
+    ctx = AppContext(runtime, users=users, read_only=read_only)
+    port = free_port()
+    demo = launch(ctx, host="127.0.0.1", port=port, prevent_thread_lock=True)
+
+    def stop() -> None:
+        demo.close()
+        runtime.close()
+
+    return f"http://127.0.0.1:{port}", ctx, stop
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory, tiny_model_dir, shared_tools, embedder):
+    """The whole app with logins (alice, bob, carol, admin), tiny model in every role."""
+    url, ctx, stop = serve_app(tmp_path_factory.mktemp("app"), tiny_model_dir, shared_tools, embedder, with_logins=True)
+    yield url, ctx
+    stop()
+
+
+@pytest.fixture
+def read_only_server(tmp_path, tiny_model_dir, shared_tools, embedder):
+    """The read-only demo without logins."""
+    url, ctx, stop = serve_app(tmp_path, tiny_model_dir, shared_tools, embedder, with_logins=False, read_only=True)
+    yield url, ctx
+    stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def new_page(browser, request):
+    """new_page() -> a page in a fresh browser context; a screenshot of each is saved if the test fails."""
+    contexts = []
+
+    def make():
+        context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+        context.set_default_timeout(30_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for number, context in enumerate(contexts):
+        if failed:
+            ARTIFACTS.mkdir(exist_ok=True)
+            for page in context.pages:
+                page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-{number}.png"), full_page=True)
+        context.close()

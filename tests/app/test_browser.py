@@ -1,0 +1,260 @@
+"""The app in headless Chromium: research, feedback, memory curation, export/import, two users.
+
+One server (logins on, tiny random model in every role) serves every test in this file.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from memory_db import NewMemory
+
+pytestmark = pytest.mark.browser
+
+QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
+
+
+def login(page, url: str, user: str, password: str) -> None:
+    page.goto(url)
+    page.locator("input[type=text]").fill(user)
+    page.locator("input[type=password]").fill(password)
+    page.get_by_role("button", name="Login").click()
+    page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
+
+
+def research(page, question: str = QUESTION) -> str:
+    page.locator("#question textarea").fill(question)
+    page.locator("#ask").click()
+    page.locator("#trace").get_by_text("📊 Run summary").wait_for(timeout=90_000)
+    return page.locator("#trace").inner_text()
+
+
+def add_memory(ctx, namespace: str, question: str, summary: str = "Search each magazine, compare founding years."):
+    return ctx.runtime.store.add(NewMemory(question=question, summary=summary, plan="1. search\n2. compare",
+                                           correct=True, namespace=namespace))
+
+
+def open_memory_tab(page) -> None:
+    page.get_by_role("tab", name="Memory").click()
+    page.locator("#memory-count").get_by_text("memories in namespace").wait_for()
+
+
+def test_a_question_shows_memories_plan_tool_steps_answer_and_summary(app_server, new_page):
+    url, ctx = app_server
+    page = new_page()
+    login(page, url, "alice", "alice-pass")
+    trace = research(page)
+    for expected in ("Memories:", "Plan", "search (turn 1)", "Answer:", "Verdict:", "Memory stored", "Run summary"):
+        assert expected in trace
+    page.locator("#trace").get_by_text("search (turn 1)").first.click()  # a step opens to show its passages
+    assert "Arguments:" in page.locator("#trace").inner_text()
+    runs = ctx.runtime.runlog.list_runs("alice")
+    assert runs and runs[0].question == QUESTION
+
+    page.locator("#question textarea").fill("   ")
+    page.locator("#ask").click()
+    page.locator("#trace").get_by_text("The question is empty").wait_for()
+
+    # The finished run is in the history and reopens with its full trace.
+    page.locator("#history").get_by_text("Your past runs").click()
+    expect(page.locator("#history-table")).to_contain_text(runs[0].run_id)
+    page.locator("#reopen-id input, #reopen-id textarea").first.fill(runs[0].run_id)
+    page.locator("#reopen").click()
+    page.locator("#trace").get_by_text("📊 Run summary").wait_for()
+    assert "search (turn 1)" in page.locator("#trace").inner_text()
+
+
+def test_thumbs_down_with_the_right_answer_relabels_the_memory(app_server, new_page):
+    url, ctx = app_server
+    page = new_page()
+    login(page, url, "alice", "alice-pass")
+    trace = research(page)
+    memory = ctx.runtime.store.list(namespace="alice", limit=1)[0]
+    result = page.locator("#feedback-result")
+    if "Verdict: correct" not in trace:  # make it a success first, so thumbs down must relabel it
+        page.locator("#thumbs-up").click()
+        result.get_by_text("relabelled as a successful strategy").wait_for()
+        assert ctx.runtime.store.get(memory.id, namespace="alice").correct
+    page.locator("#right-answer input, #right-answer textarea").first.fill("Arthur's Magazine")
+    page.locator("#thumbs-down").click()
+    result.get_by_text("relabelled as a failure lesson").wait_for()
+    assert "Queued for test-time learning" in result.inner_text()
+    assert ctx.runtime.store.get(memory.id, namespace="alice").correct is False
+    assert ctx.queue.items("alice")[-1].right_answer == "Arthur's Magazine"
+
+    page.get_by_role("tab", name="Learning").click()
+    page.locator("#learning-status").get_by_text("not running yet").wait_for()
+    page.locator("#queue-length").get_by_text("feedback items").wait_for()
+
+
+def test_edit_a_memory_then_undo_it(app_server, new_page):
+    url, ctx = app_server
+    original = "Search each magazine, compare founding years."
+    memory = add_memory(ctx, "alice", "When was Arthur's Magazine founded?", original)
+    page = new_page()
+    login(page, url, "alice", "alice-pass")
+    open_memory_tab(page)
+    page.locator("#memory-id input, #memory-id textarea").first.fill(memory.id)
+    page.locator("#memory-open").click()
+    summary = page.locator("#memory-summary textarea")
+    page.wait_for_function("el => el.value.length > 0", arg=summary.element_handle())
+    assert summary.input_value() == original
+    summary.fill("Only look at the first search result.")
+    page.locator("#memory-save").click()
+    page.locator("#memory-action-result").get_by_text("Saved the edits").wait_for()
+    assert ctx.runtime.store.get(memory.id, namespace="alice").summary == "Only look at the first search result."
+    expect(page.locator("#memory-history")).to_contain_text("edit")
+    page.locator("#memory-undo").click()
+    page.locator("#memory-action-result").get_by_text("Undid change").wait_for()
+    assert ctx.runtime.store.get(memory.id, namespace="alice").summary == original
+    page.wait_for_function("el => el.value.startsWith('Search each')", arg=summary.element_handle())
+
+
+def test_export_then_import_restores_a_deleted_memory(app_server, new_page, tmp_path):
+    url, ctx = app_server
+    memory = add_memory(ctx, "carol", "Who founded First for Women?")
+    page = new_page()
+    login(page, url, "carol", "carol-pass")
+    open_memory_tab(page)
+    page.locator("#transfer").get_by_text("Export and import").click()
+    page.locator("#memory-export").click()
+    link = page.locator("#export-file a").first
+    link.wait_for()
+    with page.expect_download() as download:
+        link.click()
+    exported = tmp_path / download.value.suggested_filename
+    download.value.save_as(exported)
+    assert exported.suffix == ".jsonl"
+    assert memory.id in open(exported, encoding="utf-8").read()
+
+    page.locator("#memory-id input, #memory-id textarea").first.fill(memory.id)
+    page.locator("#memory-open").click()
+    page.locator("#memory-detail-text").get_by_text("Who founded First for Women?").wait_for()
+    page.locator("#memory-delete").click()
+    page.locator("#memory-action-result").get_by_text("Deleted").wait_for()
+    assert ctx.runtime.store.count(namespace="carol") == 0
+
+    page.locator("#import-file input[type=file]").set_input_files(exported)
+    page.locator("#import-preview-text").get_by_text("1 memories").wait_for()
+    assert "Who founded First for Women?" in page.locator("#import-preview").inner_text()
+    assert ctx.runtime.store.count(namespace="carol") == 0  # a preview changes nothing
+    page.locator("#memory-import").click()
+    page.locator("#import-result").get_by_text("Imported 1 memories").wait_for()
+    assert ctx.runtime.store.get(memory.id, namespace="carol").question == "Who founded First for Women?"
+    expect(page.locator("#memory-table")).to_contain_text("Who founded First for Women?")
+
+
+def test_each_user_sees_only_their_own_memories(app_server, new_page):
+    url, ctx = app_server
+    add_memory(ctx, "alice", "alice-only: where do llamas live?")
+    add_memory(ctx, "bob", "bob-only: how tall is a giraffe?")
+    pages = {}
+    for user in ("alice", "bob"):
+        pages[user] = new_page()
+        login(pages[user], url, user, f"{user}-pass")
+        open_memory_tab(pages[user])
+    alice_table = pages["alice"].locator("#memory-table").inner_text()
+    bob_table = pages["bob"].locator("#memory-table").inner_text()
+    assert "alice-only" in alice_table and "bob-only" not in alice_table
+    assert "bob-only" in bob_table and "alice-only" not in bob_table
+    assert not pages["bob"].locator("#namespace").is_visible()
+
+    admin = new_page()
+    login(admin, url, "admin", "admin-pass")
+    open_memory_tab(admin)
+    assert admin.locator("#namespace").is_visible()  # an admin can switch to any namespace
+
+
+def test_wrong_password_is_refused(app_server, new_page):
+    url, _ = app_server
+    page = new_page()
+    page.goto(url)
+    page.locator("input[type=text]").fill("alice")
+    page.locator("input[type=password]").fill("not-her-password")
+    page.get_by_role("button", name="Login").click()
+    page.get_by_text("Incorrect Credentials").wait_for()
+
+
+def test_a_memory_link_from_the_trace_opens_that_memory(app_server, new_page):
+    url, ctx = app_server
+    memory = add_memory(ctx, "alice", "Where was First for Women published?")
+    page = new_page()
+    login(page, url, "alice", "alice-pass")
+    page.goto(f"{url}/?memory={memory.id}")
+    page.locator("#memory-detail-text").get_by_text("Where was First for Women published?").wait_for()
+    assert page.locator("#memory-summary textarea").input_value() == memory.summary
+
+
+def test_a_broken_image_gets_a_clear_message_and_the_app_keeps_serving(app_server, new_page, tmp_path):
+    url, _ = app_server
+    broken = tmp_path / "photo.png"
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n not really an image")
+    page = new_page()
+    login(page, url, "bob", "bob-pass")
+    page.locator("#image input[type=file]").set_input_files(str(broken))
+    page.locator("#question textarea").fill("What is shown in this picture?")
+    page.locator("#ask").click()
+    page.locator("#trace").get_by_text("is not an image that can be read").wait_for()
+    page.get_by_role("tab", name="Learning").click()  # still serving
+    page.locator("#queue-length").get_by_text("feedback items").wait_for()
+
+
+def test_the_read_only_demo_uses_memories_but_changes_none(read_only_server, new_page):
+    url, ctx = read_only_server
+    seed = add_memory(ctx, "default", QUESTION)
+    page = new_page()
+    page.goto(url)
+    page.locator("#who").get_by_text("read-only demo").wait_for()
+    trace = research(page)
+    assert "1 successful, 0 failed" in trace and "Memory stored" in trace
+    page.locator("#thumbs-down").click()
+    page.locator("#feedback-result").get_by_text("read-only demo").wait_for()
+    open_memory_tab(page)
+    page.locator("#memory-id input, #memory-id textarea").first.fill(seed.id)
+    page.locator("#memory-open").click()
+    page.locator("#memory-detail-text").get_by_text("Win rate").wait_for()
+    page.locator("#memory-delete").click()
+    page.locator("#memory-action-result").get_by_text("read-only demo").wait_for()
+    assert ctx.runtime.store.count(namespace="default") == 1
+    assert ctx.runtime.store.get(seed.id, namespace="default").usage_count == seed.usage_count
+
+
+class SlowModel:
+    """The real tiny model, taking `delay` seconds longer per call: a long run without a big model."""
+
+    def __init__(self, model, delay: float) -> None:
+        self._model, self._delay = model, delay
+        self.name, self.supports_images = model.name, model.supports_images
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def stream(self, *args, **kwargs):
+        import time
+
+        time.sleep(self._delay)
+        yield from self._model.stream(*args, **kwargs)
+
+    def generate(self, *args, **kwargs):
+        import time
+
+        time.sleep(self._delay)
+        return self._model.generate(*args, **kwargs)
+
+
+def test_a_long_run_does_not_block_another_users_page(read_only_server, new_page):
+    url, ctx = read_only_server
+    models = ctx.runtime.agent.models
+    models["executor"] = SlowModel(models["executor"], delay=2.5)
+    busy, other = new_page(), new_page()
+    busy.goto(url)
+    busy.locator("#question textarea").fill(QUESTION)
+    busy.locator("#ask").click()
+    busy.locator("#trace").get_by_text("🗺️ Plan").first.wait_for()  # the run is under way
+    other.goto(url)
+    open_memory_tab(other)
+    other.get_by_role("tab", name="Learning").click()
+    other.locator("#queue-length").get_by_text("feedback items").wait_for()
+    assert "📊 Run summary" not in busy.locator("#trace").inner_text()  # still running meanwhile
+    busy.locator("#trace").get_by_text("📊 Run summary").wait_for(timeout=120_000)

@@ -1,0 +1,74 @@
+"""The memory view's data functions and the read-only demo store, on a real store and agent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.memory_view import MemoryFilter, find_memories, import_preview, runs_using, table_rows
+from app.readonly import ReadOnlyStore
+from backend.agent import RunRequest, ResearchAgent
+from memory_db import ImportFileError, NewMemory
+
+
+def add(store, question, correct=True, summary="Search, then compare the years.", namespace="default"):
+    return store.add(NewMemory(question=question, summary=summary, plan="1. search", correct=correct,
+                               namespace=namespace))
+
+
+def test_filters_text_and_semantic_search(runtime):
+    store = runtime.store
+    llamas = add(store, "Where do llamas live in the wild?")
+    add(store, "How tall is the Eiffel Tower?", correct=False, summary="Looked up the tower's height.")
+    store.pin(llamas.id, namespace="default")
+    assert [m.id for m in find_memories(store, "default", MemoryFilter(label="successful"))] == [llamas.id]
+    assert [m.question for m in find_memories(store, "default", MemoryFilter(query="TOWER'S height"))] == [
+        "How tall is the Eiffel Tower?"
+    ]
+    assert [m.id for m in find_memories(store, "default", MemoryFilter(pinned_only=True))] == [llamas.id]
+    ranked = find_memories(store, "default", MemoryFilter(query="camelids of the Andes habitat", semantic=True))
+    assert ranked[0].id == llamas.id and len(ranked) == 2
+    rows = table_rows(ranked)
+    assert rows[0][0] == llamas.id and rows[0][2] == "successful" and rows[0][5] == "yes"
+    assert find_memories(store, "other", MemoryFilter()) == []
+
+
+def test_runs_that_used_a_memory_come_from_provenance_and_the_run_log(runtime):
+    seed = add(runtime.store, "Which magazine was started first, Arthur's Magazine or First for Women?")
+    events = list(runtime.agent.run(RunRequest("Which magazine came first, Arthur's Magazine or First for Women?")))
+    run_id = events[0].run_id
+    later = runtime.store.add(NewMemory(question="Is the Eiffel Tower taller than Big Ben?", summary="Compared heights.",
+                                        plan="1. search", correct=True,
+                                        provenance={"run_id": "older-run", "memories_used": [seed.id]}))
+    rows = {r[0]: r for r in runs_using(runtime.store, runtime.runlog, "default", seed.id)}
+    assert set(rows) == {run_id, "older-run"}
+    assert rows["older-run"][2] == f"provenance of memory {later.id[:8]}"
+    assert runs_using(runtime.store, runtime.runlog, "default", "no-such-id") == []
+
+
+def test_import_preview_validates_without_importing(runtime, tmp_path):
+    add(runtime.store, "Who wrote Hamlet?")
+    path = tmp_path / "export.jsonl"
+    runtime.store.export_jsonl("default", path)
+    summary, rows = import_preview(str(path), "elsewhere")
+    assert summary.startswith("1 memories") and rows[0][1] == "Who wrote Hamlet?"
+    assert runtime.store.count(namespace="elsewhere") == 0
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(path.read_text() + json.dumps({"type": "memory", "id": "x"}) + "\n")
+    with pytest.raises(ImportFileError, match="line"):
+        import_preview(str(broken), "elsewhere")
+
+
+def test_read_only_runs_use_memories_but_change_nothing(runtime):
+    seed = add(runtime.store, "Which magazine was started first, Arthur's Magazine or First for Women?")
+    agent = runtime.agent
+    read_only = ResearchAgent(agent.config, models=agent.models, tools=agent.tools,
+                              store=ReadOnlyStore(runtime.store), runlog=agent.runlog)
+    events = {e.kind: e for e in read_only.run(RunRequest("Which magazine came first, Arthur's Magazine or First for Women?"))}
+    assert seed.id in [m["id"] for m in events["memories"].successful]
+    assert events["memory_stored"].memory_id.startswith("unsaved-")
+    assert runtime.store.count(namespace="default") == 1
+    assert runtime.store.get(seed.id, namespace="default").usage_count == seed.usage_count
+    with pytest.raises(PermissionError, match="read-only"):
+        ReadOnlyStore(runtime.store).relabel(seed.id, namespace="default", correct=False)
