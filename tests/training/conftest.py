@@ -1,0 +1,41 @@
+"""Fixtures for the training tests: the tiny random model and the real wiki index, both cached once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+# One thread: the tiny model's sampling is dominated by small ops that lose to thread contention.
+torch.set_num_threads(1)
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_CACHE = REPO / ".mia" / "test-cache"
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> Path:
+    from backend.llm.tiny import build_tiny_random_model
+
+    target = TEST_CACHE / "models" / "tiny-random"
+    if not (target / "config.json").is_file():
+        build_tiny_random_model(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def wiki_tools():
+    from backend.tools import build_tools
+
+    return build_tools(cache_dir=TEST_CACHE / "index", web_enabled=False, progress=False)
+
+
+@pytest.fixture(scope="session")
+def search_schemas(wiki_tools) -> dict[str, dict]:
+    return {name: tool.parameters for name, tool in wiki_tools.items()}
+
+
+@pytest.fixture(scope="session")
+def index_dir() -> Path:
+    return TEST_CACHE / "index"

@@ -1,0 +1,59 @@
+"""GRPO pieces: our advantages agree with verl's own GRPO code; an update moves the real model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from training.grpo import completion_logprobs, group_advantages, grpo_update
+from training.policy import PolicyChatModel, TurnSample
+
+
+def test_group_advantages_match_verl_grpo():
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    rewards = [1.04, 0.2, 0.2, 0.0, 0.3, 0.3, 0.3, 0.3, 0.9, 0.1, 0.5, 0.7]
+    ours = group_advantages(rewards, group_size=4)
+    # verl puts the scalar reward on the last response token and groups rollouts by uid
+    token_rewards = torch.zeros(len(rewards), 5)
+    token_rewards[:, -1] = torch.tensor(rewards)
+    index = np.array([f"q{i // 4}" for i in range(len(rewards))], dtype=object)
+    verl_advantages, _ = compute_grpo_outcome_advantage(token_rewards, torch.ones(len(rewards), 5), index)
+    assert ours == pytest.approx(verl_advantages[:, 0].tolist(), abs=1e-5)
+    assert ours[4:8] == [0.0, 0.0, 0.0, 0.0]  # a group that scored alike teaches nothing
+
+
+def test_group_advantages_reject_ragged_groups():
+    with pytest.raises(ValueError, match="groups of 4"):
+        group_advantages([1.0, 0.0, 1.0], group_size=4)
+
+
+def test_update_raises_the_log_probability_of_a_rewarded_turn(tiny_model_dir):
+    torch.manual_seed(0)
+    policy = PolicyChatModel(tiny_model_dir, lora=None)
+    messages = [{"role": "user", "content": "Question: who wrote Hamlet?"}]
+    prompt = policy.prompt_ids(messages, "<think>")
+    good = TurnSample(prompt, policy.encode("</think><answer>Shakespeare</answer>"))
+    bad = TurnSample(prompt, policy.encode("</think><answer>Dickens</answer>"))
+    with torch.no_grad():
+        before_good = float(completion_logprobs(policy.model, good, 1.0).sum())
+        before_bad = float(completion_logprobs(policy.model, bad, 1.0).sum())
+    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-3)
+    advantages = group_advantages([1.0, 0.0], group_size=2)
+    for _ in range(3):
+        stats = grpo_update(policy.model, optimizer, [([good], advantages[0]), ([bad], advantages[1])], temperature=1.0)
+    assert stats.tokens == len(good.completion_ids) + len(bad.completion_ids)
+    with torch.no_grad():
+        assert float(completion_logprobs(policy.model, good, 1.0).sum()) > before_good
+        assert float(completion_logprobs(policy.model, bad, 1.0).sum()) < before_bad
+
+
+def test_update_with_no_signal_changes_nothing(tiny_model_dir):
+    policy = PolicyChatModel(tiny_model_dir, lora=None)
+    sample = TurnSample(policy.encode("hello"), policy.encode(" world"))
+    weights = [p.detach().clone() for p in policy.trainable_parameters()]
+    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-2)
+    stats = grpo_update(policy.model, optimizer, [([sample], 0.0), ([sample], 0.0)], temperature=1.0)
+    assert stats.tokens == 0
+    assert all(torch.equal(a, b) for a, b in zip(weights, policy.trainable_parameters()))

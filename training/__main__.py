@@ -1,0 +1,108 @@
+"""Command line: `python -m training executor|planner|alternate|dataset|verl-check ...`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from backend.llm.base import LLMError
+from training.datasets import DatasetError
+from training.grpo_config import TrainingConfigError
+
+DEFAULT_CONFIGS = Path(__file__).resolve().parent / "configs"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m training", description="GRPO training of the Executor and Planner.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for stage in ("executor", "planner"):
+        sub = commands.add_parser(stage, help=f"train the {stage.capitalize()} with GRPO on this machine")
+        sub.add_argument("--config", required=True, type=Path, help="YAML settings (see training/configs/)")
+        sub.add_argument("--steps", type=int, help="override `steps`")
+        sub.add_argument("--output-dir", help="override `output_dir`")
+    alt = commands.add_parser("alternate", help="alternate stage 1 and stage 2 for some rounds")
+    alt.add_argument("--rounds", type=int, required=True)
+    alt.add_argument("--executor-config", type=Path, default=DEFAULT_CONFIGS / "executor_tiny_cpu.yaml")
+    alt.add_argument("--planner-config", type=Path, default=DEFAULT_CONFIGS / "planner_tiny_cpu.yaml")
+    alt.add_argument("--output-dir", type=Path)
+    data = commands.add_parser("dataset", help="build a stage's RL dataset (parquet)")
+    data.add_argument("--stage", choices=("executor", "planner"), required=True)
+    source = data.add_mutually_exclusive_group(required=True)
+    source.add_argument("--hotpotqa", type=Path, help="a HotpotQA-style JSONL file")
+    source.add_argument("--runs", type=Path, help="the app's data folder (runs/ and feedback/)")
+    data.add_argument("--namespace", default="default", help="with --runs: whose runs to use")
+    data.add_argument("--limit", type=int)
+    data.add_argument("--planner-model", default="smollm2", help="stage executor: who writes the plans")
+    data.add_argument("--cache-dir", default=".mia/test-cache")
+    data.add_argument("--verl", action="store_true", help="write verl's row format instead of ours")
+    data.add_argument("--out", type=Path, required=True)
+    check = commands.add_parser("verl-check", help="compose and validate a verl stage config (no GPU needed)")
+    check.add_argument("--stage", choices=("executor", "planner"), required=True)
+    check.add_argument("overrides", nargs="*", help="Hydra overrides, key=value")
+    return parser
+
+
+def _build_dataset(args: argparse.Namespace) -> Path:
+    from backend.llm.embedded import get_embedded_model
+    from backend.planner import Planner
+    from backend.tools.search import WikiSearchTool
+    from backend.tools.base import tool_prompt_lines
+    from training import datasets
+    from training.grpo_config import GRPOSettings
+    from training.trainer import resolve_model_dir
+
+    if args.hotpotqa:
+        items = datasets.load_hotpotqa(args.hotpotqa, args.limit)
+    else:
+        items = datasets.items_from_runs(args.runs, args.namespace)[: args.limit]
+    items = datasets.with_memories(items, datasets.no_memories)
+    if args.stage == "executor":
+        settings = GRPOSettings(cache_dir=args.cache_dir)
+        planner = Planner(get_embedded_model(resolve_model_dir(args.planner_model, settings.cache_path, settings)))
+        records = datasets.stage1_records(items, planner, tool_prompt_lines([WikiSearchTool]))
+    else:
+        records = datasets.stage2_records(items)
+    if args.verl:
+        from training.verl_recipe.data import write_verl_parquet
+
+        return write_verl_parquet(records, args.stage, args.out)
+    return datasets.write_records(records, args.out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command in ("executor", "planner"):
+            from training.grpo_config import load_settings
+            from training.trainer import train_stage
+
+            settings = load_settings(args.config, steps=args.steps, output_dir=args.output_dir)
+            result = train_stage(args.command, settings)
+            for step in result.steps:
+                print(f"step {step.step}: reward {step.mean_reward:.3f} {step.reward_parts} loss {step.loss:.4f} ({step.seconds:.1f}s)")
+            print(f"checkpoint: {result.checkpoint}  (use it as [roles.{args.command}] model_dir in mia.toml)")
+        elif args.command == "alternate":
+            from training.alternate import alternate
+            from training.grpo_config import load_settings
+
+            rounds = alternate(load_settings(args.executor_config), load_settings(args.planner_config), args.rounds, args.output_dir)
+            for r in rounds:
+                print(f"round {r.round}: executor {r.executor_checkpoint} planner {r.planner_checkpoint}")
+        elif args.command == "dataset":
+            print(f"wrote {_build_dataset(args)}")
+        elif args.command == "verl-check":
+            from training.verl_recipe.stage_config import load_stage_config
+
+            config = load_stage_config(args.stage, args.overrides)
+            rollout = config.actor_rollout_ref.rollout
+            print(f"{args.stage}: ok (n={rollout.n}, lr={config.actor_rollout_ref.actor.optim.lr}, "
+                  f"batch={config.data.train_batch_size}, agent loop {rollout.agent.default_agent_loop})")
+    except (TrainingConfigError, DatasetError, LLMError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""RL datasets for the two stages, as parquet, from HotpotQA-style JSONL or from the app's own runs.
+
+Stage 1 (Executor): question, ground truth, memory context and a plan made by the current Planner.
+Stage 2 (Planner): question, ground truth, memory context; the trained Executor is the environment.
+
+App runs come from the run log (`<data_dir>/runs/<namespace>/<run_id>.jsonl`) plus the feedback
+users gave in the app (`backend.feedback`'s queue, `<data_dir>/feedback/ttrl-queue.jsonl`).
+A run is used when it has a ground truth (given with the question, or typed as the right answer in
+feedback) or a thumbs-up, in which case its own answer is the label (test-time learning from feedback).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from backend.planner import Planner, format_memories
+from backend.runlog import RunLog
+
+STAGES = ("executor", "planner")
+
+
+class DatasetError(ValueError):
+    """The input data cannot be turned into an RL dataset; the message says what to fix."""
+
+
+@dataclass
+class QuestionItem:
+    question: str
+    ground_truth: str
+    source: str  # "hotpotqa:<id>" or "run:<namespace>/<run_id>"
+    memory_context: str = ""  # contrastive memories as the Planner saw them ("" = none)
+
+
+@dataclass
+class RLRecord:
+    question: str
+    ground_truth: str
+    source: str
+    memory_context: str = ""
+    plan_text: str = ""
+    plan_steps: list[str] = field(default_factory=list)
+
+
+MemoryLookup = Callable[[str], str]
+
+
+def load_hotpotqa(path: Path, limit: int | None = None) -> list[QuestionItem]:
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path} does not exist; point `questions_file` at a HotpotQA-style JSONL file.")
+    items: list[QuestionItem] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{number} is not JSON ({exc.msg}); fix or remove that line.") from None
+        if not isinstance(row, dict) or not row.get("question") or not row.get("answer"):
+            raise DatasetError(f"{path}:{number} needs a non-empty \"question\" and \"answer\".")
+        items.append(QuestionItem(str(row["question"]), str(row["answer"]), f"hotpotqa:{row.get('id', number)}"))
+        if limit is not None and len(items) >= limit:
+            break
+    if not items:
+        raise DatasetError(f"{path} holds no questions.")
+    return items
+
+
+def store_memory_lookup(store, namespace: str, k: int = 2) -> MemoryLookup:
+    """Contrastive memories from a `memory_db.MemoryStore`, formatted as the Planner's prompt shows them."""
+    from backend.manager import memory_to_dict
+
+    def lookup(question: str) -> str:
+        found = store.search_contrastive(question, namespace=namespace, k=k)
+        return format_memories([memory_to_dict(m) for m in found.successful], [memory_to_dict(m) for m in found.failed])
+
+    return lookup
+
+
+def no_memories(question: str) -> str:
+    return format_memories([], [])
+
+
+def with_memories(items: Iterable[QuestionItem], lookup: MemoryLookup) -> list[QuestionItem]:
+    return [
+        item if item.memory_context else QuestionItem(item.question, item.ground_truth, item.source, lookup(item.question))
+        for item in items
+    ]
+
+
+def stage2_records(items: Iterable[QuestionItem]) -> list[RLRecord]:
+    return [RLRecord(i.question, i.ground_truth, i.source, i.memory_context) for i in items]
+
+
+def stage1_records(items: Iterable[QuestionItem], planner: Planner, tools_text: str) -> list[RLRecord]:
+    """Each question with the plan the current Planner writes for it (greedy, as the app would)."""
+    records = []
+    for item in items:
+        blueprint = planner.plan(item.question, item.memory_context, tools_text)
+        records.append(RLRecord(item.question, item.ground_truth, item.source, item.memory_context,
+                                blueprint.text, list(blueprint.steps)))
+    return records
+
+
+def _read_feedback(data_dir: Path, namespace: str) -> dict[str, dict]:
+    """run id -> {"ground_truth", "rating"} from the app's feedback queue; later feedback wins."""
+    from backend.feedback import feedback_queue_for
+
+    queue = feedback_queue_for(Path(data_dir))
+    try:
+        items = queue.items(namespace=namespace)
+    except (json.JSONDecodeError, TypeError) as problem:
+        raise DatasetError(f"{queue.path} has a malformed line ({problem}); fix or remove that line.") from None
+    feedback: dict[str, dict] = {}
+    for item in items:
+        note = feedback.setdefault(item.run_id, {})
+        if item.right_answer:
+            note["ground_truth"] = item.right_answer
+        if item.thumbs:
+            note["rating"] = item.thumbs
+    return feedback
+
+
+def items_from_runs(data_dir: Path, namespace: str) -> list[QuestionItem]:
+    """Finished runs of one namespace that carry a label (ground truth or thumbs-up)."""
+    runlog = RunLog(Path(data_dir) / "runs")
+    feedback = _read_feedback(Path(data_dir), namespace)
+    items = []
+    for summary in runlog.list_runs(namespace, limit=100_000):
+        events = [event.to_dict() for event in runlog.load(namespace, summary.run_id)]
+        by_kind: dict[str, dict] = {}
+        for event in events:
+            if event["kind"] == "plan" and event.get("revision", 0) > 0:
+                continue
+            by_kind.setdefault(event["kind"], event)
+        started, answer = by_kind.get("run_started"), by_kind.get("answer")
+        if started is None or "run_failed" in by_kind or answer is None:
+            continue
+        note = feedback.get(summary.run_id, {})
+        truth = note.get("ground_truth") or started.get("ground_truth") or (by_kind.get("verdict") or {}).get("ground_truth")
+        if not truth and note.get("rating") == "up" and answer["text"].strip():
+            truth = answer["text"].strip()
+        if not truth:
+            continue
+        memories = by_kind.get("memories")
+        context = format_memories(memories["successful"], memories["failed"]) if memories else ""
+        items.append(QuestionItem(started["question"], truth, f"run:{namespace}/{summary.run_id}", context))
+    return items
+
+
+def write_records(records: list[RLRecord], path: Path) -> Path:
+    import pandas as pd
+
+    if not records:
+        raise DatasetError("No usable questions; add labelled runs or a questions file.")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([asdict(r) for r in records]).to_parquet(path, index=False)
+    return path
+
+
+def read_records(path: Path) -> list[RLRecord]:
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path} does not exist; build it with `python -m training dataset ...` first.")
+    frame = pd.read_parquet(path)
+    missing = {"question", "ground_truth", "source"} - set(frame.columns)
+    if missing:
+        raise DatasetError(f"{path} lacks the columns {', '.join(sorted(missing))}; rebuild the dataset.")
+    records = []
+    for row in frame.to_dict(orient="records"):
+        records.append(RLRecord(
+            question=row["question"], ground_truth=row["ground_truth"], source=row["source"],
+            memory_context=row.get("memory_context") or "", plan_text=row.get("plan_text") or "",
+            plan_steps=[str(s) for s in (row.get("plan_steps") if row.get("plan_steps") is not None else [])],
+        ))
+    return records

@@ -1,0 +1,88 @@
+"""GRPO, compactly: group-normalised advantages and a clipped policy-gradient update, no KL term.
+
+Each episode (one rollout of one question) is a list of recorded turns; every sampled token of
+every turn gets the episode's advantage. The loss is the mean over all sampled tokens in the
+batch (token-level averaging, as in DAPO and verl's "token-mean"), so long episodes are not
+down-weighted per token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from training.policy import TurnSample
+
+ADVANTAGE_EPS = 1e-6  # the same epsilon verl's GRPO advantage uses
+
+
+def group_advantages(rewards: Sequence[float], group_size: int) -> list[float]:
+    """(r - mean of its group) / (std of its group + eps); groups are consecutive runs of `group_size`.
+
+    A group whose rollouts all scored the same gets advantage 0 (no learning signal), as in verl.
+    """
+    if group_size < 1 or len(rewards) % group_size:
+        raise ValueError(f"{len(rewards)} rewards do not split into groups of {group_size}.")
+    scores = torch.tensor(list(rewards), dtype=torch.float32).view(-1, group_size)
+    mean = scores.mean(dim=1, keepdim=True)
+    std = scores.std(dim=1, keepdim=True) if group_size > 1 else torch.ones_like(mean)
+    return ((scores - mean) / (std + ADVANTAGE_EPS)).view(-1).tolist()
+
+
+def completion_logprobs(model: torch.nn.Module, sample: TurnSample, temperature: float) -> torch.Tensor:
+    """Log-probability of each sampled token given everything before it."""
+    ids = torch.tensor([sample.prompt_ids + sample.completion_ids])
+    logits = model(input_ids=ids).logits[0, len(sample.prompt_ids) - 1 : -1].float() / temperature
+    return torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(sample.completion_ids)[:, None]).squeeze(1)
+
+
+@dataclass
+class UpdateStats:
+    loss: float
+    tokens: int
+    clipped_fraction: float
+    grad_norm: float
+
+
+def grpo_update(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    episodes: Sequence[tuple[list[TurnSample], float]],
+    *,
+    temperature: float,
+    clip_low: float = 0.2,
+    clip_high: float = 0.28,
+    updates_per_batch: int = 1,
+    max_grad_norm: float = 1.0,
+) -> UpdateStats:
+    """`updates_per_batch` optimizer steps on (turn samples, advantage) pairs, one sequence at a time."""
+    work = [(sample, advantage) for samples, advantage in episodes for sample in samples if advantage != 0.0]
+    total_tokens = sum(len(sample.completion_ids) for sample, _ in work)
+    if total_tokens == 0:  # every group scored the same: nothing to learn from this batch
+        return UpdateStats(loss=0.0, tokens=0, clipped_fraction=0.0, grad_norm=0.0)
+    old_logprobs = None
+    if updates_per_batch > 1:  # a second pass needs the sampling-time log-probabilities
+        with torch.no_grad():
+            old_logprobs = [completion_logprobs(model, sample, temperature) for sample, _ in work]
+    model.train()
+    loss_value, clipped, grad_norm = 0.0, 0, 0.0
+    for _ in range(updates_per_batch):
+        optimizer.zero_grad(set_to_none=True)
+        loss_value, clipped = 0.0, 0
+        for index, (sample, advantage) in enumerate(work):
+            logprobs = completion_logprobs(model, sample, temperature)
+            old = old_logprobs[index] if old_logprobs is not None else logprobs.detach()
+            ratio = torch.exp(logprobs - old)
+            unclipped = ratio * advantage
+            bounded = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * advantage
+            loss = -torch.minimum(unclipped, bounded).sum() / total_tokens
+            loss.backward()  # one sequence at a time keeps peak memory at one episode turn
+            loss_value += float(loss.detach())
+            clipped += int((bounded != unclipped).sum())
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(
+            [p for p in model.parameters() if p.requires_grad], max_grad_norm))
+        optimizer.step()
+    model.eval()
+    return UpdateStats(loss=loss_value, tokens=total_tokens, clipped_fraction=clipped / total_tokens, grad_norm=grad_norm)

@@ -1,0 +1,211 @@
+"""Single-machine GRPO for either stage, read top to bottom: sample episodes, score, update, save.
+
+Stage "executor": the policy is the Executor; plans come from the dataset, a frozen Planner reflects.
+Stage "planner": the policy is the Planner (plan, reflect, replan); a frozen Executor runs the plans.
+Progress goes to `<output_dir>/log.jsonl` (one line per step) and a tqdm bar.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from backend.llm.embedded import EmbeddedChatModel, get_embedded_model, prepare_embedded_model
+from backend.llm.tiny import build_tiny_random_model
+from backend.planner import Planner
+from backend.tools import Tool, build_tools, tool_prompt_lines
+from training.datasets import (
+    STAGES,
+    RLRecord,
+    load_hotpotqa,
+    no_memories,
+    read_records,
+    stage1_records,
+    stage2_records,
+    with_memories,
+)
+from training.episode import Episode, EpisodeSettings, Grader, run_episode
+from training.grpo import group_advantages, grpo_update
+from training.grpo_config import GRPOSettings, TrainingConfigError
+from training.policy import PolicyChatModel
+from training.rewards import Reward, TraceStep, executor_reward, planner_format_ok, planner_reward
+
+
+def resolve_model_dir(value: str, cache_dir: Path, settings: GRPOSettings) -> Path:
+    if value == "tiny-random":
+        target = cache_dir / "models" / "tiny-random"
+        if not (target / "config.json").is_file():
+            build_tiny_random_model(target)
+        return target
+    if value == "smollm2":
+        return prepare_embedded_model(cache_dir / "models", progress=False)
+    path = settings.resolve(value)
+    if not (path / "config.json").is_file():
+        raise TrainingConfigError(
+            f"model folder {path} has no config.json; use 'tiny-random', 'smollm2' or a saved checkpoint folder."
+        )
+    return path
+
+
+def score_episode(stage: str, episode: Episode, tools: dict[str, Tool]) -> Reward:
+    if stage == "executor":
+        return executor_reward(
+            correct=episode.correct_final,
+            answer=episode.answer,
+            replanned=episode.replanned,
+            steps=TraceStep.from_steps(episode.steps),
+            plan_step_count=len(episode.plan_steps),
+            tool_schemas={name: tool.parameters for name, tool in tools.items()},
+            assistant_texts=episode.assistant_texts,
+        )
+    return planner_reward(
+        correct_final=episode.correct_final,
+        correct_first=episode.correct_first,
+        replanned=episode.replanned,
+        format_ok=planner_format_ok(episode.plans_recovered, episode.plan_texts, episode.ground_truth),
+    )
+
+
+@dataclass
+class StepLog:
+    step: int
+    mean_reward: float
+    reward_parts: dict[str, float]
+    loss: float
+    tokens: int
+    clipped_fraction: float
+    grad_norm: float
+    seconds: float
+
+
+@dataclass
+class StageResult:
+    stage: str
+    checkpoint: Path
+    steps: list[StepLog]
+    peak_rss_mb: float
+
+
+class StageTrainer:
+    """Holds the policy, the frozen partner, the tools and the data of one stage."""
+
+    def __init__(self, stage: str, settings: GRPOSettings, *, records: list[RLRecord] | None = None,
+                 tools: dict[str, Tool] | None = None) -> None:
+        if stage not in STAGES:
+            raise TrainingConfigError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}.")
+        self.stage, self.settings = stage, settings
+        random.seed(settings.seed)
+        torch.manual_seed(settings.seed)
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+        cache = settings.cache_path
+        self.tools = tools or build_tools(cache_dir=cache / "index", web_enabled=False, progress=False)
+        policy_dir = resolve_model_dir(settings.model_dir, cache, settings)
+        partner_dir = resolve_model_dir(settings.partner_model_dir or settings.model_dir, cache, settings)
+        self.policy = PolicyChatModel(policy_dir, temperature=settings.temperature, lora=settings.lora)
+        self.partner: EmbeddedChatModel = get_embedded_model(partner_dir)
+        self.grader = Grader(self.partner if settings.judge == "model" else None)
+        self.episode_settings = EpisodeSettings(
+            max_turns=settings.max_turns,
+            executor_max_new_tokens=settings.executor_max_new_tokens,
+            planner_max_new_tokens=settings.planner_max_new_tokens,
+            reflections=settings.reflections,
+        )
+        self.records = records if records is not None else self._load_records()
+        self.optimizer = torch.optim.AdamW(self.policy.trainable_parameters(), lr=settings.learning_rate, weight_decay=0.0)
+
+    def _load_records(self) -> list[RLRecord]:
+        s = self.settings
+        if s.dataset_file:
+            return read_records(s.resolve(s.dataset_file))[: s.num_questions]
+        items = with_memories(load_hotpotqa(s.resolve(s.questions_file), s.num_questions), no_memories)
+        if self.stage == "planner":
+            return stage2_records(items)
+        planner = Planner(self.partner, max_new_tokens=s.planner_max_new_tokens)
+        return stage1_records(items, planner, tool_prompt_lines(self.tools.values()))
+
+    def episode(self, record: RLRecord, *, record_turns: bool) -> tuple[Episode, list]:
+        """One rollout; with record_turns the policy samples and its decisions are returned."""
+        if record_turns:
+            self.policy.begin_episode()
+        planner_model, executor_model = (
+            (self.partner, self.policy) if self.stage == "executor" else (self.policy, self.partner)
+        )
+        try:
+            episode = run_episode(
+                question=record.question, ground_truth=record.ground_truth,
+                planner_model=planner_model, executor_model=executor_model, tools=self.tools,
+                grader=self.grader, settings=self.episode_settings, memory_text=record.memory_context,
+                plan_steps=list(record.plan_steps) if self.stage == "executor" else None,
+            )
+        finally:
+            samples = self.policy.end_episode() if record_turns else []
+        return episode, samples
+
+    def evaluate(self, records: list[RLRecord], rollouts: int = 1) -> float:
+        """Mean reward of sampled rollouts (the same sampling as training) over `records`."""
+        rewards = []
+        for record in records:
+            for _ in range(rollouts):
+                episode, _ = self.episode(record, record_turns=True)
+                rewards.append(score_episode(self.stage, episode, self.tools).total)
+        return sum(rewards) / len(rewards)
+
+    def train(self, *, log_path: Path | None = None) -> list[StepLog]:
+        s = self.settings
+        order = list(range(len(self.records)))
+        random.shuffle(order)
+        logs: list[StepLog] = []
+        cursor = 0
+        for step in tqdm(range(1, s.steps + 1), desc=f"GRPO {self.stage}", unit="step"):
+            started = time.perf_counter()
+            batch = []
+            for _ in range(s.questions_per_step):
+                batch.append(self.records[order[cursor % len(order)]])
+                cursor += 1
+            episodes, rewards = [], []
+            for record in batch:
+                for _ in range(s.rollouts_per_question):
+                    episode, samples = self.episode(record, record_turns=True)
+                    reward = score_episode(self.stage, episode, self.tools)
+                    episodes.append(samples)
+                    rewards.append(reward)
+            advantages = group_advantages([r.total for r in rewards], s.rollouts_per_question)
+            stats = grpo_update(
+                self.policy.model, self.optimizer, list(zip(episodes, advantages)),
+                temperature=s.temperature, clip_low=s.clip_low, clip_high=s.clip_high,
+                updates_per_batch=s.updates_per_batch, max_grad_norm=s.max_grad_norm,
+            )
+            parts = {k: sum(r.parts[k] for r in rewards) / len(rewards) for k in rewards[0].parts}
+            log = StepLog(step, sum(r.total for r in rewards) / len(rewards), parts, stats.loss, stats.tokens,
+                          stats.clipped_fraction, stats.grad_norm, time.perf_counter() - started)
+            logs.append(log)
+            if log_path is not None:
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                with log_path.open("a", encoding="utf-8") as fp:
+                    fp.write(json.dumps({"stage": self.stage, **asdict(log)}) + "\n")
+        return logs
+
+    def save(self, target: Path) -> Path:
+        return self.policy.save(target, display_name=f"{Path(self.policy.model_dir).name}-grpo-{self.stage}")
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def train_stage(stage: str, settings: GRPOSettings, *, records: list[RLRecord] | None = None,
+                tools: dict[str, Tool] | None = None, output_dir: Path | None = None) -> StageResult:
+    output = output_dir or settings.output_path
+    trainer = StageTrainer(stage, settings, records=records, tools=tools)
+    logs = trainer.train(log_path=output / "log.jsonl")
+    checkpoint = trainer.save(output / f"{stage}-final")
+    return StageResult(stage, checkpoint, logs, peak_rss_mb())
