@@ -168,6 +168,11 @@ def tool_prompt_lines(tools: Iterable[Tool]) -> str:
     )
 
 
+def tool_names_line(tools: Iterable[Tool]) -> str:
+    """Just the tool names: a planner needs no more, and small models copy descriptions into plans."""
+    return ", ".join(tool.name for tool in tools)
+
+
 def format_results_by_query(query_list: list[str], results: list[list[Passage]], *, text_limit: int) -> str:
     """'Results for "q":' then '[1] Title: text…' per passage, numbered across the whole call."""
     lines: list[str] = []
