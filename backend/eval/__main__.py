@@ -1,0 +1,102 @@
+"""Command line: `python -m backend.eval --data dev.jsonl --method mia --limit 50 --out DIR`.
+
+Also `--compare DIR [DIR ...] --out DIR` (a table and a learning-curve plot of finished
+evaluations) and `--summarize DIR` (recompute a folder's summary from its rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from backend.agent import METHODS
+from backend.config import ConfigError, load_config
+from backend.eval.compare import compare
+from backend.eval.datasets import DatasetError
+from backend.eval.report import METRICS_HEADER, SUMMARY_MD, metrics_table_row, write_summary
+from backend.eval.results import ResultsError
+from backend.eval.spec import EvalError, EvalSpec
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m backend.eval",
+        description="Run a stream of questions through the real agent and report accuracy, cost and time.",
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--data", type=Path, help="questions: HotpotQA JSONL or {id, question, answer, image?} JSONL")
+    mode.add_argument("--compare", type=Path, nargs="+", metavar="DIR", help="evaluation folders to compare")
+    mode.add_argument("--summarize", type=Path, metavar="DIR", help="recompute the summary of an evaluation folder")
+    parser.add_argument("--method", choices=METHODS, default="mia", help="the agent loop or baseline to run")
+    parser.add_argument("--limit", type=int, help="only the first N questions (with --compare: of each stream)")
+    parser.add_argument("--warm-from", type=Path, help="build memory from these questions first (with ground truth)")
+    parser.add_argument("--warm-limit", type=int, help="only the first N warm-up questions")
+    parser.add_argument("--out", type=Path, help="output folder (default: <data_dir>/eval/<method>-<data>[-warm])")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--label", default="", help="the name reports give this evaluation")
+    parser.add_argument("--config", type=Path, help="a TOML configuration (default: MIA_CONFIG or mia.toml)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    if args.data is None and (args.warm_from or args.warm_limit):
+        parser.error("--warm-from and --warm-limit go with --data")
+    if args.summarize and args.limit:
+        parser.error("--limit goes with --data or --compare")
+    if args.compare and args.out is None:
+        parser.error("--compare needs --out, the folder for the table and the plot")
+    return args
+
+
+def default_out_dir(data_dir: Path, args: argparse.Namespace) -> Path:
+    name = f"{args.method}-{args.data.stem}"
+    if args.warm_from:
+        name += f"-warm-{args.warm_from.stem}{args.warm_limit or ''}"
+    return data_dir / "eval" / name
+
+
+def run_evaluation(args: argparse.Namespace) -> int:
+    from backend.eval.runner import evaluate, open_eval_runtime  # loads torch and the agent
+
+    config = load_config(args.config)
+    out_dir = args.out or default_out_dir(config.data_dir, args)
+    spec = EvalSpec(
+        data=args.data, method=args.method, out_dir=out_dir, limit=args.limit, warm_from=args.warm_from,
+        warm_limit=args.warm_limit, seed=args.seed, label=args.label,
+    )
+    spec.check_inputs()
+    runtime = open_eval_runtime(config, out_dir, progress=not args.no_progress)
+    try:
+        evaluate(spec, runtime, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"\nInterrupted: the finished rows are in {out_dir}; run the same command again to resume.", file=sys.stderr)
+        return 130
+    finally:
+        runtime.close()
+    document = write_summary(out_dir)
+    print(METRICS_HEADER)
+    print(metrics_table_row(document["manifest"]["label"], document["summary"]))
+    print(f"\nSummary: {out_dir / SUMMARY_MD}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.compare:
+            print(f"Comparison: {compare(args.compare, args.out, limit=args.limit)}")
+            return 0
+        if args.summarize:
+            document = write_summary(args.summarize)
+            print(METRICS_HEADER)
+            print(metrics_table_row(document["manifest"]["label"], document["summary"]))
+            return 0
+        return run_evaluation(args)
+    except (ConfigError, DatasetError, EvalError, ResultsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Question streams for evaluation: HotpotQA JSONL or plain {"id", "question", "answer", "image"?} JSONL.
+
+Both formats share the keys the harness needs, so one reader serves both; HotpotQA's extra keys
+(context, supporting facts) are ignored: the agent must find the evidence with its own tools.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class DatasetError(ValueError):
+    """A question file cannot be used; the message names the file, the line and what to fix."""
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    id: str
+    question: str
+    answer: str
+    image: str | None = None  # an absolute path; relative paths in the file are resolved beside it
+
+
+def _text_field(record: dict, key: str, where: str) -> str:
+    value = record.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and key == "id":
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise DatasetError(f"{where}: {key!r} must be a non-empty text; every line needs id, question and answer.")
+    return value.strip()
+
+
+def _question_from_record(record: object, path: Path, line_no: int) -> EvalQuestion:
+    where = f"{path}, line {line_no}"
+    if not isinstance(record, dict):
+        raise DatasetError(f"{where}: expected a JSON object with id, question and answer.")
+    image = record.get("image")
+    if image is not None:
+        if not isinstance(image, str) or not image.strip():
+            raise DatasetError(f"{where}: 'image' must be a file path (or left out).")
+        image_path = Path(image)
+        if not image_path.is_absolute():
+            image_path = path.parent / image_path
+        if not image_path.is_file():
+            raise DatasetError(f"{where}: the image {image_path} does not exist; fix the path or drop the key.")
+        image = str(image_path)
+    return EvalQuestion(
+        id=_text_field(record, "id", where),
+        question=_text_field(record, "question", where),
+        answer=_text_field(record, "answer", where),
+        image=image,
+    )
+
+
+def load_questions(path: Path | str, *, limit: int | None = None) -> list[EvalQuestion]:
+    """The first `limit` questions of the file (all when None), in file order."""
+    path = Path(path)
+    if limit is not None and limit < 1:
+        raise DatasetError(f"--limit must be at least 1, got {limit}.")
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such question file; give a JSONL file of questions.")
+    questions: list[EvalQuestion] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8") as lines:
+        for line_no, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path}, line {line_no}: not valid JSON ({exc.msg}).") from None
+            question = _question_from_record(record, path, line_no)
+            if question.id in seen:
+                raise DatasetError(
+                    f"{path}, line {line_no}: id {question.id!r} already used on line {seen[question.id]}; "
+                    "ids must be unique (results are resumed by id)."
+                )
+            seen[question.id] = line_no
+            questions.append(question)
+            if limit is not None and len(questions) >= limit:
+                break
+    if not questions:
+        raise DatasetError(f"{path}: the file holds no questions.")
+    return questions

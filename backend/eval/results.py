@@ -1,0 +1,105 @@
+"""One JSONL row per evaluated question, appended as soon as the question is done.
+
+The file is the source of truth: summaries and comparisons are computed from it alone. Reopening
+it after an interruption keeps every complete row and drops a half-written last line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+FAILED = "failed"  # the verdict of a question whose run stopped with an error
+
+
+class ResultsError(ValueError):
+    """A results file is damaged beyond its last line; the message says which line to fix."""
+
+
+@dataclass
+class EvalRow:
+    index: int  # position in the stream, from 0
+    id: str
+    question: str
+    gold: str
+    answer: str
+    verdict: str  # "correct" | "incorrect" | "not_attempted" | "failed"
+    judge_method: str
+    correct: bool
+    em: float
+    f1: float
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    tool_calls: int
+    wall_seconds: float  # the agent's own measure of the run, split into the next three
+    llm_seconds: float
+    tool_seconds: float
+    other_seconds: float  # framework overhead: neither an LLM call nor a tool
+    harness_seconds: float  # the harness's clock around the whole run, events included
+    memories_used: int
+    memory_ids: list[str] = field(default_factory=list)
+    memory_stored: str | None = None
+    forced_answer: bool = False
+    forced_reason: str = ""  # why the answer was forced (turn cap, time limit, budget)
+    method: str = ""
+    run_id: str = ""
+    error: str | None = None
+    calls_by_role: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EvalRow:
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+class ResultsFile:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def read(self) -> list[EvalRow]:
+        """Every complete row; a half-written last line (an interrupted write) is cut off the file."""
+        if not self.path.exists():
+            return []
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
+        last_text_line = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+        rows: list[EvalRow] = []
+        offset = 0
+        for i, line in enumerate(lines):
+            if line.strip():
+                try:
+                    rows.append(EvalRow.from_dict(json.loads(line)))
+                except (ValueError, TypeError, AttributeError) as exc:
+                    if i != last_text_line:
+                        raise ResultsError(
+                            f"{self.path}, line {i + 1}: not a result row ({exc}); remove that line to resume."
+                        ) from None
+                    # Rows are written whole with their newline, so only the last one can be partial.
+                    log.warning("%s: dropping a half-written last line (%d bytes)", self.path, len(line))
+                    self._truncate(offset)
+                    return rows
+            offset += len(line) + 1
+        if raw and not raw.endswith(b"\n"):
+            with self.path.open("ab") as fp:  # the last row lacks only its newline
+                fp.write(b"\n")
+        return rows
+
+    def _truncate(self, size: int) -> None:
+        with self.path.open("r+b") as fp:
+            fp.truncate(size)
+
+    def append(self, row: EvalRow) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fp:
+            fp.write(row.to_json() + "\n")
+            fp.flush()
+            os.fsync(fp.fileno())

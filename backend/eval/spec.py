@@ -1,0 +1,136 @@
+"""What one evaluation is, and the record of it kept in its output folder (eval.json).
+
+Resuming into a folder is allowed only for the same evaluation: same questions file, method,
+warm-up, seed, models and agent settings. Only the question limit may grow, so a stream can be
+extended later without redoing the questions already answered.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from backend.agent import METHODS
+from backend.config import Config
+from backend.eval.datasets import load_questions
+
+MANIFEST_FILE = "eval.json"
+ROWS_FILE = "rows.jsonl"
+WARM_ROWS_FILE = "warm.jsonl"
+MEMORY_FILE = "memory.sqlite"
+RUNS_FOLDER = "runs"
+
+
+class EvalError(ValueError):
+    """The evaluation cannot start as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    data: Path
+    method: str
+    out_dir: Path
+    limit: int | None = None
+    warm_from: Path | None = None
+    warm_limit: int | None = None
+    seed: int = 0
+    label: str = ""  # how reports name this evaluation; default: method (+ warm-up)
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise EvalError(f"--method {self.method!r} is unknown; choose one of {', '.join(METHODS)}.")
+        if self.warm_limit is not None and self.warm_from is None:
+            raise EvalError("--warm-limit needs --warm-from (the questions that build the memory first).")
+        for name, value in (("--limit", self.limit), ("--warm-limit", self.warm_limit)):
+            if value is not None and value < 1:
+                raise EvalError(f"{name} must be at least 1, got {value}.")
+
+    def check_inputs(self) -> None:
+        """Read the question files now, so that a bad file fails before any model is loaded."""
+        load_questions(self.data, limit=self.limit)
+        if self.warm_from is not None:
+            load_questions(self.warm_from, limit=self.warm_limit)
+
+    @property
+    def namespace(self) -> str:
+        return f"eval-{self.method}"
+
+    @property
+    def display_label(self) -> str:
+        if self.label:
+            return self.label
+        if self.warm_from is None:
+            return f"{self.method} (cold)"
+        warm = f"{self.warm_limit} of " if self.warm_limit else ""
+        return f"{self.method} (warm: {warm}{self.warm_from.stem})"
+
+    @property
+    def memory_url(self) -> str:
+        return memory_url_for(self.out_dir)
+
+
+def memory_url_for(out_dir: Path) -> str:
+    """The evaluation's own memory database, inside its output folder."""
+    return f"sqlite:///{(Path(out_dir) / MEMORY_FILE).resolve()}"
+
+
+def role_identity(config: Config) -> dict[str, str]:
+    """Which model each role runs on, as the configuration names it."""
+    identity = {}
+    for name, role in sorted(config.roles.items()):
+        if role.is_embedded:
+            identity[name] = f"embedded:{role.model_dir or 'SmolLM2-135M-Instruct'}"
+        else:
+            identity[name] = f"openai:{role.model}@{role.base_url}"
+    return identity
+
+
+def manifest_for(spec: EvalSpec, config: Config) -> dict:
+    return {
+        "label": spec.display_label,
+        "method": spec.method,
+        "namespace": spec.namespace,
+        "data": str(spec.data.resolve()),
+        "limit": spec.limit,
+        "warm_from": str(spec.warm_from.resolve()) if spec.warm_from else None,
+        "warm_limit": spec.warm_limit,
+        "seed": spec.seed,
+        "models": role_identity(config),
+        "agent": asdict(config.agent),
+        "search": asdict(config.search),
+    }
+
+
+# Everything but these must match for a folder to be resumed.
+_MAY_CHANGE = ("label", "limit")
+
+
+def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
+    """Write eval.json in a new folder; in a used one, refuse a different evaluation."""
+    path = spec.out_dir / MANIFEST_FILE
+    manifest = manifest_for(spec, config)
+    if path.exists():
+        try:
+            previous = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise EvalError(f"{path} is damaged ({exc.msg}); use a new --out folder.") from None
+        differences = [
+            key for key in manifest if key not in _MAY_CHANGE and previous.get(key) != manifest[key]
+        ]
+        if differences:
+            details = "; ".join(f"{key}: was {previous.get(key)!r}, now {manifest[key]!r}" for key in differences)
+            raise EvalError(
+                f"{spec.out_dir} holds another evaluation ({details}). "
+                "Use a new --out folder, or repeat the original options to resume it."
+            )
+    spec.out_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def read_manifest(out_dir: Path) -> dict:
+    path = Path(out_dir) / MANIFEST_FILE
+    if not path.is_file():
+        raise EvalError(f"{out_dir} is not an evaluation folder (no {MANIFEST_FILE}); run `python -m backend.eval` into it first.")
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,61 @@
+"""Resuming an interrupted evaluation: finished rows are kept, the rest is asked again, and the
+memories an unfinished question left behind are removed first."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from backend.eval.results import ResultsFile
+from backend.eval.spec import ROWS_FILE, EvalError, EvalSpec, check_or_write_manifest
+
+from .conftest import DEV, SMOKE_QUESTIONS
+
+
+def copy_folder(source, target):
+    shutil.copytree(source, target)
+    return target
+
+
+def test_interrupted_stream_resumes_after_the_last_complete_row(smoke_results, run_eval, tmp_path):
+    # The state a kill leaves: memories for all 3 questions, but rows for the first one and a half.
+    finished_dir, finished = smoke_results["rag"]
+    out_dir = copy_folder(finished_dir, tmp_path / "rag")
+    rows_path = out_dir / ROWS_FILE
+    first, second = finished.rows[0], finished.rows[1]
+    rows_path.write_text(first.to_json() + "\n" + second.to_json()[:55], encoding="utf-8")
+
+    outcome = run_eval(EvalSpec(data=DEV, method="rag", out_dir=out_dir, limit=SMOKE_QUESTIONS))
+
+    rows = ResultsFile(rows_path).read()
+    assert rows == outcome.rows and len(rows) == SMOKE_QUESTIONS
+    assert rows[0] == first  # kept as written, not re-run
+    assert [r.id for r in rows] == [r.id for r in finished.rows]
+    assert {r.run_id for r in rows[1:]}.isdisjoint({r.run_id for r in finished.rows})  # asked again
+    # The re-run of question 2 must not see its own interrupted attempt: only question 1's memory.
+    assert set(rows[1].memory_ids) <= {first.memory_stored}
+    assert rows[1].memories_used >= 1
+
+
+def test_a_longer_limit_extends_the_stream_without_redoing_it(smoke_results, run_eval, tmp_path):
+    finished_dir, finished = smoke_results["none"]
+    out_dir = copy_folder(finished_dir, tmp_path / "none")
+    outcome = run_eval(EvalSpec(data=DEV, method="none", out_dir=out_dir, limit=SMOKE_QUESTIONS + 1))
+    assert outcome.rows[:SMOKE_QUESTIONS] == finished.rows
+    assert len(outcome.rows) == SMOKE_QUESTIONS + 1 and outcome.rows[-1].index == SMOKE_QUESTIONS
+
+
+def test_a_folder_refuses_a_different_evaluation(smoke_results, eval_config):
+    out_dir, _ = smoke_results["none"]
+    with pytest.raises(EvalError, match="holds another evaluation .*method: was 'none', now 'plan'"):
+        check_or_write_manifest(EvalSpec(data=DEV, method="plan", out_dir=out_dir), eval_config)
+    with pytest.raises(EvalError, match="seed: was 0, now 5"):
+        check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir, seed=5), eval_config)
+
+
+def test_bad_options_are_refused_with_a_sentence(tmp_path):
+    with pytest.raises(EvalError, match="--method 'best' is unknown; choose one of mia"):
+        EvalSpec(data=DEV, method="best", out_dir=tmp_path)
+    with pytest.raises(EvalError, match="--warm-limit needs --warm-from"):
+        EvalSpec(data=DEV, method="mia", out_dir=tmp_path, warm_limit=3)
