@@ -228,9 +228,12 @@ class ExecutorSession:
         self.steps.append(Step(turn=turn, recovery=reason))
         yield from self._run_tool("search", {"query_list": [query]})
 
-    def _answer_with_prefill(self, *, forced: bool, reason: str) -> Iterator[Event]:
-        text = self._generate(protocol.ANSWER_OPEN, (protocol.ANSWER_CLOSE, "\n"), 48)
-        answer = text[len(protocol.ANSWER_OPEN) :].strip()
+    def _answer_with_prefill(self, *, forced: bool, reason: str, question: str = "") -> Iterator[Event]:
+        if self.guided and question:
+            answer = yield from self._read_answer(question)
+        else:
+            text = self._generate(protocol.ANSWER_OPEN, (protocol.ANSWER_CLOSE, "\n"), 48)
+            answer = text[len(protocol.ANSWER_OPEN) :].strip()
         self._record_assistant(protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
         self.answer = answer
         self.steps.append(Step(turn=self.turn_count, answer=answer))
@@ -293,10 +296,16 @@ class ExecutorSession:
         query = clean_query(text[len(opening):])
         if not query or query.lower() in self.searched_queries():
             fallback = self._unsearched_query(question)
-            yield Recovery(
-                self.run_id, turn=turn, reason=f"generated query {query!r} is empty or already searched",
-                action=f"searching {fallback!r} instead",
-            )
+            reason = f"generated query {query!r} is empty or already searched"
+            if fallback is None:
+                yield Recovery(self.run_id, turn=turn, reason=reason, action="nothing new to search: answering")
+                answer = yield from self._read_answer(question)
+                self._record_assistant(head + protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
+                self.answer = answer
+                self.steps.append(Step(turn=turn, think=thought, answer=answer))
+                yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer))
+                return
+            yield Recovery(self.run_id, turn=turn, reason=reason, action=f"searching {fallback!r} instead")
             query = fallback
         self._record_assistant(head + opening + query.replace('"', "'") + '"]}}' + protocol.CALL_CLOSE)
         yield from self._run_tool(action, {"query_list": [query]})
@@ -343,13 +352,13 @@ class ExecutorSession:
         return {q.lower() for s in self.steps for q in (s.arguments.get("query_list") or []) if isinstance(q, str)}
 
     def _unsearched_query(self, question: str) -> str:
-        """The question, then the names in it, then each plan step: the first not searched yet."""
+        """The question, then the names in it, then each plan step: the first not searched yet (or None)."""
         done = self.searched_queries()
         for candidate in [question, *named_phrases(question), *self.plan_steps]:
             candidate = clean_query(candidate)
             if candidate and candidate.lower() not in done:
                 return candidate
-        return clean_query(question)
+        return None
 
     # -- the loop ---------------------------------------------------------------------------
     def limit_reached(self, deadline: float) -> str | None:
@@ -370,7 +379,7 @@ class ExecutorSession:
             reason = self.limit_reached(deadline)
             if reason:
                 self._append_user(FORCE_ANSWER)
-                yield from self._answer_with_prefill(forced=True, reason=reason)
+                yield from self._answer_with_prefill(forced=True, reason=reason, question=question)
                 return
             turns_here += 1
             self.turn_count += 1
@@ -406,7 +415,7 @@ class ExecutorSession:
             if self.answer:
                 return
         self._append_user(FORCE_ANSWER)
-        yield from self._answer_with_prefill(forced=True, reason=f"turn limit ({max_turns}) reached")
+        yield from self._answer_with_prefill(forced=True, reason=f"turn limit ({max_turns}) reached", question=question)
 
     def trace_text(self, max_chars: int = 1200) -> str:
         """A compact account of what was done, for reflection and consolidation prompts."""

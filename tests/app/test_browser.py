@@ -242,11 +242,17 @@ class SlowModel:
         time.sleep(self._delay)
         return self._model.generate(*args, **kwargs)
 
+    def choose(self, *args, **kwargs):
+        import time
+
+        time.sleep(self._delay)
+        return self._model.choose(*args, **kwargs)
+
 
 def test_a_long_run_does_not_block_another_users_page(read_only_server, new_page):
     url, ctx = read_only_server
     models = ctx.runtime.agent.models
-    models["executor"] = SlowModel(models["executor"], delay=2.5)
+    models["executor"] = SlowModel(models["executor"], delay=5.0)
     busy, other = new_page(), new_page()
     busy.goto(url)
     busy.locator("#question textarea").fill(QUESTION)

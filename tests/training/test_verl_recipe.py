@@ -18,6 +18,15 @@ RECORD = RLRecord("When did the Russian Civil War end?", "October 1922", "hotpot
                   "1. Search the war\n2. Find the end date", ["Search the war", "Find the end date"])
 
 
+def in_fresh_thread(run, argument):
+    """Run off the main thread: browser tests in the same session may leave an event loop running
+    there, and asyncio refuses to nest loops."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run, argument).result()
+
+
 @pytest.mark.parametrize("stage", ["executor", "planner"])
 def test_stage_configs_carry_the_paper_settings_and_pass_verl_validation(stage):
     config = load_stage_config(stage)
@@ -83,9 +92,9 @@ def test_search_tool_runs_as_a_verl_tool_on_the_shared_index(wiki_tools, index_d
     os.environ["MIA_INDEX_CACHE_DIR"] = str(index_dir)
     (tool,) = initialize_tools_from_config(str(CONFIG_DIR / "tools.yaml"))
     assert tool.name == "search"
-    response, reward, metrics = asyncio.run(tool.execute("t1", {"query_list": ["Russian Civil War"]}))
+    response, reward, metrics = in_fresh_thread(asyncio.run, tool.execute("t1", {"query_list": ["Russian Civil War"]}))
     assert "Russian Civil War" in response.text and metrics["ok"] and reward == 0.0
-    bad, _, metrics = asyncio.run(tool.execute("t1", {"query": "x"}))
+    bad, _, metrics = in_fresh_thread(asyncio.run, tool.execute("t1", {"query": "x"}))
     assert bad.text.startswith("Error: Invalid arguments") and not metrics["ok"]
 
 
@@ -128,10 +137,19 @@ def test_executor_agent_loop_masks_tool_responses_and_scores_with_our_reward(tin
     call = '<think>look it up</think><tool_call>{"name": "search", "arguments": {"query_list": ["Russian Civil War"]}}</tool_call>'
     answer = "<think>found</think><answer>October 1922</answer>"
     server = ScriptedTokenServer(tokenizer, [call, answer])
-    loop = MiaExecutorAgentLoop(trainer_config=DictConfigWrap(config), server_manager=server, tokenizer=tokenizer,
-                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data))
     row = verl_row(RECORD, "executor")
-    output = loop.loop.run_until_complete(loop.run({"temperature": 1.0}, raw_prompt=row["prompt"]))
+
+    def build_and_run(_):
+        # verl's agent loop binds the thread's event loop when it is built: build and run it in one thread.
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        loop = MiaExecutorAgentLoop(trainer_config=DictConfigWrap(config), server_manager=server, tokenizer=tokenizer,
+                                    processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data))
+        try:
+            return loop.loop.run_until_complete(loop.run({"temperature": 1.0}, raw_prompt=row["prompt"]))
+        finally:
+            loop.loop.close()
+
+    output = in_fresh_thread(build_and_run, None)
     assert server.sampling[0]["stop"] == ["</tool_call>", "</answer>"] and not server.turns  # two turns, then done
     mask = output.response_mask
     assert len(mask) == len(output.response_ids) and mask[0] == 1 and mask[-1] == 1 and 0 in mask
