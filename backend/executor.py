@@ -278,11 +278,7 @@ class ExecutorSession:
             choice = self.model.choose(self._messages(), [*options, "answer"], prefill=head + "Next action:")
             action = choice.label
         if action == "answer":
-            answer = yield from self._read_answer(question)
-            self._record_assistant(head + protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
-            self.answer = answer
-            self.steps.append(Step(turn=turn, think=thought, answer=answer))
-            yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer))
+            yield from self._guided_answer(question, head, thought)
             return
         if action == "image_search":
             call = '{"name": "image_search", "arguments": {"image": "uploaded"}}'
@@ -299,11 +295,7 @@ class ExecutorSession:
             reason = f"generated query {query!r} is empty or already searched"
             if fallback is None:
                 yield Recovery(self.run_id, turn=turn, reason=reason, action="nothing new to search: answering")
-                answer = yield from self._read_answer(question)
-                self._record_assistant(head + protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
-                self.answer = answer
-                self.steps.append(Step(turn=turn, think=thought, answer=answer))
-                yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer))
+                yield from self._guided_answer(question, head, thought)
                 return
             yield Recovery(self.run_id, turn=turn, reason=reason, action=f"searching {fallback!r} instead")
             query = fallback
@@ -311,6 +303,13 @@ class ExecutorSession:
         yield from self._run_tool(action, {"query_list": [query]})
         if self.steps:
             self.steps[-1].think = thought
+
+    def _guided_answer(self, question: str, head: str, thought: str) -> Iterator[Event]:
+        answer = yield from self._read_answer(question)
+        self._record_assistant(head + protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
+        self.answer = answer
+        self.steps.append(Step(turn=self.turn_count, think=thought, answer=answer))
+        yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer))
 
     def _evidence_text(self, max_passages: int = 4, max_chars: int = 300) -> str:
         seen, lines = set(), []

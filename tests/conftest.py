@@ -59,3 +59,19 @@ def smollm2_chat_model(smollm2_dir: Path):
     from backend.llm.embedded import get_embedded_model
 
     return get_embedded_model(smollm2_dir)
+
+
+@pytest.fixture(scope="session")
+def shared_tools():
+    """The real tools on the real sandbox-wiki index (BM25), cached under <repo>/.mia/test-cache/index."""
+    from backend.tools import build_tools
+
+    return build_tools(cache_dir=REPO_ROOT / ".mia" / "test-cache" / "index", web_enabled=False, progress=False)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The process-wide MiniLM embedder."""
+    from memory_db import get_embedder
+
+    return get_embedder()

@@ -27,20 +27,6 @@ def app_config(data_dir: Path, model_dir: Path):
     )
 
 
-@pytest.fixture(scope="session")
-def shared_tools():
-    from backend.tools import build_tools
-
-    return build_tools(cache_dir=SHARED_INDEX_DIR, web_enabled=False, progress=False)
-
-
-@pytest.fixture(scope="session")
-def embedder():
-    from memory_db import get_embedder
-
-    return get_embedder()
-
-
 def make_runtime(config, tools, embedder):
     """build_runtime's parts, with the search index shared between tests instead of rebuilt."""
     from backend.agent import ResearchAgent

@@ -9,9 +9,6 @@ import pytest
 
 from backend.config import RoleConfig, load_config
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED_INDEX_DIR = REPO / ".mia" / "test-cache" / "index"
-
 
 def agent_config(tmp_path: Path, model_dir: Path, **agent_overrides):
     """The repository config with every role on `model_dir`, caches shared, memory and runs in tmp."""
@@ -25,20 +22,6 @@ def agent_config(tmp_path: Path, model_dir: Path, **agent_overrides):
         agent=agent,
         roles={name: role for name in base.roles},
     )
-
-
-@pytest.fixture(scope="session")
-def shared_tools():
-    from backend.tools import build_tools
-
-    return build_tools(cache_dir=SHARED_INDEX_DIR, web_enabled=False, progress=False)
-
-
-@pytest.fixture(scope="session")
-def embedder():
-    from memory_db import get_embedder
-
-    return get_embedder()
 
 
 def make_agent(config, tools, embedder):
