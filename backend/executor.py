@@ -340,12 +340,14 @@ class ExecutorSession:
             )
             return choice.label
         completion = None
-        for item in self.model.stream(messages, max_new_tokens=32, stop=("\n",), prefill="Answer:"):
+        for item in self.model.stream(messages, max_new_tokens=32, stop=("\n\n",), prefill="Answer:"):
             if isinstance(item, Completion):
                 completion = item
             elif item:
                 yield TextDelta(self.run_id, turn=self.turn_count, text=item)
-        return clean_query(completion.text if completion else "", max_chars=200).strip(" .")
+        # The first non-empty line: small models often open with a line break before the answer.
+        lines = [clean_query(line) for line in (completion.text if completion else "").splitlines()]
+        return next((line.strip(" .") for line in lines if line.strip(" .")), "")
 
     def searched_queries(self) -> set[str]:
         return {q.lower() for s in self.steps for q in (s.arguments.get("query_list") or []) if isinstance(q, str)}
