@@ -25,7 +25,7 @@ class ReadOnlyStore:
             return getattr(self._store, name)
         raise PermissionError("This is a read-only demo: memories can be seen and used, but not changed.")
 
-    def add(self, new: NewMemory, *, actor: str = "manager") -> Memory:
+    def add(self, new: NewMemory, *, actor: str = "manager", keep_contrast: bool = False) -> Memory:
         now = utc_now()
         return Memory(
             id="unsaved-" + uuid.uuid4().hex[:8], namespace=new.namespace, question=new.question,

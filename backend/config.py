@@ -31,6 +31,7 @@ class ConfigError(ValueError):
 class RoleConfig:
     backend: str = "embedded"
     model_dir: str = ""  # embedded: a transformers folder; empty = the prepared SmolLM2
+    adapter_dir: str = ""  # embedded: a LoRA adapter folder merged into model_dir on load (a test-time-learning version)
     base_url: str = ""  # openai: e.g. http://127.0.0.1:8000/v1
     model: str = ""  # openai: the served model name
     api_key: str = ""
@@ -85,12 +86,35 @@ class AppConfig:
 
 
 @dataclass(frozen=True)
+class LearningConfig:
+    """Test-time learning (TTRL): feedback -> Planner rollouts -> memories + GRPO of the Planner's LoRA."""
+
+    enabled: bool = False
+    rollouts_per_signal: int = 4  # plans the Planner proposes per question with a signal (the paper's n)
+    signals_per_update: int = 4  # questions per GRPO update of the Planner
+    rollouts_per_hour: int = 40  # budget: a busy demo cannot queue more work than this
+    learning_rate: float = 1e-4
+    temperature: float = 1.0
+    lora_r: int = 16
+    lora_alpha: int = 32
+    canary_file: str = "data/ttrl/canary.jsonl"  # held-out questions with answers; relative to the repository
+    canary_size: int = 4
+    canary_tolerance: float = 0.0  # promote when canary reward >= current's - tolerance
+    max_turns: int = 2  # Executor turns per plan in a rollout
+    max_new_tokens: int = 96  # Planner and Executor tokens per call in a rollout
+    unsupervised: bool = False  # opt-in: questions without feedback are graded by the Judge's evaluators
+    base_model_dir: str = ""  # the Planner's weights to train when the Planner is served; "" = the embedded model
+    poll_seconds: float = 5.0
+
+
+@dataclass(frozen=True)
 class Config:
     data_dir: Path = REPO_ROOT / ".mia"
     memory_url: str = ""  # empty = sqlite file under data_dir
     agent: AgentConfig = field(default_factory=AgentConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     app: AppConfig = field(default_factory=AppConfig)
+    ttrl: LearningConfig = field(default_factory=LearningConfig)
     roles: Mapping[str, RoleConfig] = field(default_factory=lambda: {r: RoleConfig() for r in ROLES})
 
     @property
@@ -163,8 +187,20 @@ def _env_section(prefix: str, cls: type, environ: Mapping[str, str]) -> dict[str
 
 
 def _validate(config: Config) -> None:
-    a, app = config.agent, config.app
+    a, app, t = config.agent, config.app, config.ttrl
     checks = [
+        (t.rollouts_per_signal >= 2, "ttrl.rollouts_per_signal", "must be at least 2 (GRPO compares plans of one question)"),
+        (t.signals_per_update >= 1, "ttrl.signals_per_update", "must be at least 1"),
+        (t.rollouts_per_hour >= t.rollouts_per_signal, "ttrl.rollouts_per_hour",
+         "must allow at least one question's rollouts (>= rollouts_per_signal)"),
+        (t.learning_rate > 0, "ttrl.learning_rate", "must be positive"),
+        (t.temperature > 0, "ttrl.temperature", "must be positive (rollouts are sampled)"),
+        (t.lora_r >= 1 and t.lora_alpha >= 1, "ttrl.lora_r/lora_alpha", "must be at least 1"),
+        (t.canary_size >= 1, "ttrl.canary_size", "must be at least 1"),
+        (t.canary_tolerance >= 0, "ttrl.canary_tolerance", "must be 0 or more"),
+        (t.max_turns >= 1, "ttrl.max_turns", "must be at least 1"),
+        (t.max_new_tokens >= 8, "ttrl.max_new_tokens", "must be at least 8"),
+        (t.poll_seconds > 0, "ttrl.poll_seconds", "must be positive"),
         (a.max_turns >= 0, "agent.max_turns", "must be 0 (automatic) or a positive number of turns"),
         (a.reflections >= 0, "agent.reflections", "must be 0 or more"),
         (a.memory_k >= 1, "agent.memory_k", "must be at least 1"),
@@ -216,7 +252,7 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
     elif path != DEFAULT_CONFIG_PATH:
         raise ConfigError(f"MIA_CONFIG: the file {path} does not exist.")
 
-    known_top = {"paths", "memory", "agent", "search", "app", "roles"}
+    known_top = {"paths", "memory", "agent", "search", "app", "ttrl", "roles"}
     for key in raw:
         if key not in known_top:
             raise ConfigError(f"{key}: unknown section; known sections are {', '.join(sorted(known_top))}.")
@@ -240,7 +276,7 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
         data_path = (path.parent if path.exists() else REPO_ROOT) / data_path
 
     sections = {}
-    for name, cls in (("agent", AgentConfig), ("search", SearchConfig), ("app", AppConfig)):
+    for name, cls in (("agent", AgentConfig), ("search", SearchConfig), ("app", AppConfig), ("ttrl", LearningConfig)):
         values = dict(raw.get(name, {}))
         values.update(_env_section(name, cls, environ))
         sections[name] = _build_section(cls, name, values)

@@ -109,6 +109,7 @@ class Manager:
         verdict: str,
         namespace: str,
         provenance: dict,
+        keep_contrast: bool = False,
     ) -> Consolidation:
         summary, source = self.summarise(question, plan_steps, trace_text, answer, verdict)
         question_type = self.classify(question)
@@ -122,6 +123,7 @@ class Manager:
                 caption=caption,
                 question_type=question_type,
                 provenance={**provenance, "summary_source": source},
-            )
+            ),
+            keep_contrast=keep_contrast,
         )
         return Consolidation(memory=memory, summary_source=source)

@@ -24,15 +24,20 @@ log = logging.getLogger(__name__)
 
 def embedded_model_dir(config: Config, role: RoleConfig, *, progress: bool = True) -> Path:
     if role.model_dir:
-        path = Path(role.model_dir)
-        return path if path.is_absolute() else config.data_dir.parent / path
+        return resolve_path(config, role.model_dir)
     return prepare_embedded_model(config.model_cache_dir, progress=progress)
+
+
+def resolve_path(config: Config, value: str) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else config.data_dir.parent / path
 
 
 def make_chat_model(config: Config, role_name: str, *, progress: bool = True) -> ChatModel:
     role = config.role(role_name)
     if role.is_embedded:
-        return get_embedded_model(embedded_model_dir(config, role, progress=progress))
+        adapter = resolve_path(config, role.adapter_dir) if role.adapter_dir else None
+        return get_embedded_model(embedded_model_dir(config, role, progress=progress), adapter)
     return OpenAIChatModel(
         role.base_url,
         role.model,

@@ -218,10 +218,14 @@ class MemoryStore:
             self._record_history(conn, victim.id, namespace, "evict", victim, None, actor)
 
     # ---- adding and retrieving --------------------------------------------------------------
-    def add(self, new: NewMemory, *, actor: str = "manager") -> Memory:
+    def add(self, new: NewMemory, *, actor: str = "manager", keep_contrast: bool = False) -> Memory:
         """Store a memory. A repeat of a stored question replaces it or is dropped (see
         lifecycle.replaces_exact_duplicate); a near-duplicate is merged into it; then the
-        namespace is trimmed to capacity. Returns the memory as stored (possibly the merged one)."""
+        namespace is trimmed to capacity. Returns the memory as stored (possibly the merged one).
+
+        `keep_contrast`: repeats and near-duplicates are looked for among memories with the same
+        label only, so one question can keep a success and a failure side by side (test-time
+        learning stores its best correct and one incorrect rollout)."""
         check_new_memory(new)
         vectors = self._encode(new.question, new.caption)
         modality = modality_for(new.caption)
@@ -234,7 +238,7 @@ class MemoryStore:
                 modality=modality, usage_count=1, success_count=1, win_rate=1.0, pinned=False,
                 provenance=dict(new.provenance), created_at=now, updated_at=now,
             )
-            nearest = index.bucket(modality).nearest(*vectors)
+            nearest = index.bucket(modality).nearest(*vectors, correct=new.correct if keep_contrast else None)
             duplicate_floor = min(EXACT_DUPLICATE_SIMILARITY, self._merge_threshold or 1.0)
             if nearest is not None and nearest[1] >= duplicate_floor:
                 existing_row = conn.execute(

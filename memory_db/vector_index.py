@@ -157,13 +157,17 @@ class BucketIndex:
         else:
             self.questions[pos] = question_vector
 
-    def nearest(self, question_vector: np.ndarray, caption_vector: np.ndarray | None) -> tuple[int, float] | None:
-        """The most similar live memory (row id, similarity), or None when the bucket is empty."""
+    def nearest(self, question_vector: np.ndarray, caption_vector: np.ndarray | None,
+                correct: bool | None = None) -> tuple[int, float] | None:
+        """The most similar live memory (row id, similarity), optionally among one label only; None when there is none."""
         if self.live == 0:
             return None
         use_caption = caption_vector is not None and self.captions is not None
         if self.ann is None:
-            positions = np.flatnonzero(self.alive[: self.n])
+            wanted = self.alive[: self.n] if correct is None else self.alive[: self.n] & (self.correct[: self.n] == correct)
+            positions = np.flatnonzero(wanted)
+            if positions.size == 0:
+                return None
             sims = self._similarity_all(question_vector, caption_vector if use_caption else None)[positions]
         else:
             # a near-duplicate sits in the closest few lists; no need to scan as many as a query does
@@ -171,6 +175,11 @@ class BucketIndex:
             positions = np.searchsorted(self.row_ids[: self.n], row_ids)
             if use_caption:
                 sims = QUESTION_WEIGHT * sims + CAPTION_WEIGHT * dot_rows(self.captions[positions], caption_vector)
+            if correct is not None:
+                keep = self.correct[positions] == correct
+                positions, sims = positions[keep], sims[keep]
+                if positions.size == 0:
+                    return None
         best = int(np.argmax(sims))
         return int(self.row_ids[positions[best]]), float(sims[best])
 

@@ -1,4 +1,4 @@
-"""Command line: `python -m training executor|planner|alternate|dataset|verl-check ...`."""
+"""Command line: `python -m training executor|planner|alternate|dataset|verl-check|ttrl ...`."""
 
 from __future__ import annotations
 
@@ -40,7 +40,44 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("verl-check", help="compose and validate a verl stage config (no GPU needed)")
     check.add_argument("--stage", choices=("executor", "planner"), required=True)
     check.add_argument("overrides", nargs="*", help="Hydra overrides, key=value")
+    ttrl = commands.add_parser("ttrl", help="test-time learning: stream questions with answers, or show/roll back versions")
+    ttrl.add_argument("--data", type=Path, help="questions with answers (HotpotQA or plain JSONL) to learn from")
+    ttrl.add_argument("--limit", type=int, help="only the first N questions")
+    ttrl.add_argument("--namespace", default="ttrl-stream", help="whose memory the learned trajectories go to")
+    ttrl.add_argument("--data-dir", type=Path, help="the app's data folder (default: mia.toml's paths.data_dir)")
+    ttrl.add_argument("--rollback", type=int, metavar="VERSION", help="make an earlier promoted version current")
     return parser
+
+
+def _test_time_learning(args: argparse.Namespace) -> None:
+    """Builds the app's runtime so learning uses exactly the app's models, tools and memory."""
+    from dataclasses import replace
+
+    from backend.config import load_config
+    from backend.eval.datasets import load_questions
+    from backend.runtime import build_runtime
+    from training.ttrl.live import build_learner
+    from training.ttrl.stream import stream_questions, versions_table
+
+    config = load_config()
+    config = replace(config, ttrl=replace(config.ttrl, enabled=True))
+    if args.data_dir:
+        config = replace(config, data_dir=args.data_dir.resolve())
+    runtime = build_runtime(config, progress=True)
+    try:
+        learner = build_learner(runtime)
+        if args.rollback is not None:
+            learner.rollback(args.rollback)
+        if args.data:
+            questions = load_questions(args.data, limit=args.limit)
+            new = stream_questions(learner, questions, namespace=args.namespace)
+            print(f"learned from {new} new question(s); {len(questions) - new} were already streamed")
+        status = learner.status()
+        print(versions_table(status.versions, status.current_version))
+        print(f"current Planner: v{status.current_version:04d}; pending signals {status.pending}; "
+              f"batch {status.batch}/{status.signals_per_update}; folder {learner.root}")
+    finally:
+        runtime.close()
 
 
 def _build_dataset(args: argparse.Namespace) -> Path:
@@ -89,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             rounds = alternate(load_settings(args.executor_config), load_settings(args.planner_config), args.rounds, args.output_dir)
             for r in rounds:
                 print(f"round {r.round}: executor {r.executor_checkpoint} planner {r.planner_checkpoint}")
+        elif args.command == "ttrl":
+            _test_time_learning(args)
         elif args.command == "dataset":
             print(f"wrote {_build_dataset(args)}")
         elif args.command == "verl-check":

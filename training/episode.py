@@ -41,6 +41,7 @@ class EpisodeSettings:
     planner_max_new_tokens: int = 96
     reflections: int = 1
     max_seconds: float = 300.0
+    guided: bool = False  # the Executor's guided turns, as the app runs the embedded model
 
 
 @dataclass
@@ -58,6 +59,12 @@ class Episode:
     steps: list[Step] = field(default_factory=list)
     assistant_texts: list[str] = field(default_factory=list)
     first_plan_step_count: int = 0
+    trace_text: str = ""
+    seconds: float = 0.0
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(1 for step in self.steps if step.tool)
 
 
 def run_episode(
@@ -72,6 +79,7 @@ def run_episode(
     memory_text: str = "",
     plan_steps: list[str] | None = None,
 ) -> Episode:
+    started = time.perf_counter()
     planner = Planner(planner_model, max_new_tokens=settings.planner_max_new_tokens)
     plan_texts: list[str] = []
     recovered: list[bool] = []
@@ -83,7 +91,7 @@ def run_episode(
     steps_done = list(plan_steps)
     first_plan_step_count = len(steps_done)
     session = ExecutorSession(executor_model, tools, RunMeter(), f"train-{uuid.uuid4().hex[:8]}",
-                              max_new_tokens=settings.executor_max_new_tokens)
+                              max_new_tokens=settings.executor_max_new_tokens, guided=settings.guided)
     session.start(question, steps_done)
     deadline = time.monotonic() + settings.max_seconds
     for _ in session.run(question, max_turns=settings.max_turns, deadline=deadline):
@@ -119,4 +127,6 @@ def run_episode(
         steps=list(session.steps),
         assistant_texts=[turn.content for turn in session.turns if turn.role == "assistant"],
         first_plan_step_count=first_plan_step_count,
+        trace_text=session.trace_text(),
+        seconds=time.perf_counter() - started,
     )

@@ -36,12 +36,18 @@ class LoraSettings:
 
 
 class PolicyChatModel(EmbeddedChatModel):
-    def __init__(self, model_dir: Path, *, temperature: float = 1.0, lora: LoraSettings | None = None) -> None:
+    def __init__(self, model_dir: Path, *, temperature: float = 1.0, lora: LoraSettings | None = None,
+                 adapter_dir: Path | None = None) -> None:
+        """`adapter_dir` continues training a saved LoRA adapter (its own r and alpha) instead of a fresh one."""
         # No repetition penalty: sampling must follow the policy's own distribution.
         super().__init__(model_dir, repetition_penalty=1.0, name=f"policy:{Path(model_dir).name}")
         self.temperature = temperature
-        self.lora = lora
-        if lora is not None:
+        self.lora = lora if adapter_dir is None else (lora or LoraSettings())
+        if adapter_dir is not None:
+            from peft import PeftModel
+
+            self.model = PeftModel.from_pretrained(self.model, str(adapter_dir), is_trainable=True)
+        elif lora is not None:
             from peft import LoraConfig, get_peft_model
 
             config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
@@ -114,3 +120,19 @@ class PolicyChatModel(EmbeddedChatModel):
         self.tokenizer.save_pretrained(target_dir)
         write_manifest(target_dir, display_name=display_name, trained_from=str(self.model_dir))
         return target_dir
+
+    def save_adapter(self, target_dir: Path) -> Path:
+        """Only the LoRA adapter (a few MB): what test-time learning keeps per Planner version."""
+        if self.lora is None:
+            raise ValueError("save_adapter needs a LoRA policy; full fine-tuning saves with save().")
+        self.model.save_pretrained(Path(target_dir))
+        return Path(target_dir)
+
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        return {name: p.detach().clone() for name, p in self.model.named_parameters() if p.requires_grad}
+
+    def restore_trainable_state(self, state: dict[str, torch.Tensor]) -> None:
+        with torch.no_grad():
+            for name, p in self.model.named_parameters():
+                if name in state:
+                    p.copy_(state[name])

@@ -80,7 +80,8 @@ def role_identity(config: Config) -> dict[str, str]:
     identity = {}
     for name, role in sorted(config.roles.items()):
         if role.is_embedded:
-            identity[name] = f"embedded:{role.model_dir or 'SmolLM2-135M-Instruct'}"
+            adapter = f"+{role.adapter_dir}" if role.adapter_dir else ""
+            identity[name] = f"embedded:{role.model_dir or 'SmolLM2-135M-Instruct'}{adapter}"
         else:
             identity[name] = f"openai:{role.model}@{role.base_url}"
     return identity

@@ -43,6 +43,7 @@ class EmbeddedChatModel:
         name: str | None = None,
         threads: int | None = None,
         repetition_penalty: float = 1.1,
+        adapter_dir: Path | None = None,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -60,9 +61,13 @@ class EmbeddedChatModel:
         self.repetition_penalty = repetition_penalty
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         self.model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+        self.adapter_dir = Path(adapter_dir) if adapter_dir else None
+        if self.adapter_dir is not None:
+            self.model = merge_adapter(self.model, self.adapter_dir)
         self.model.eval()
         manifest = read_manifest(model_dir) or {}
-        self.name = name or f"embedded:{manifest.get('display_name', model_dir.name)}"
+        adapter_label = f"+{self.adapter_dir.parent.name}" if self.adapter_dir is not None else ""
+        self.name = name or f"embedded:{manifest.get('display_name', model_dir.name)}{adapter_label}"
         self.context_length = int(getattr(self.model.config, "max_position_embeddings", 2048))
         self._end_ids = self._turn_ending_ids()
         self._lock = threading.RLock()
@@ -282,14 +287,26 @@ class EmbeddedChatModel:
         )
 
 
-_loaded: dict[Path, EmbeddedChatModel] = {}
+def merge_adapter(model, adapter_dir: Path):
+    """The base model with a LoRA adapter folder (peft format) merged into its weights."""
+    if not (adapter_dir / "adapter_config.json").is_file():
+        raise LLMError(
+            f"{adapter_dir} is not a LoRA adapter folder (no adapter_config.json); point adapter_dir at a "
+            "test-time-learning version's adapter/ folder or leave it empty."
+        )
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+
+
+_loaded: dict[tuple[Path, Path | None], EmbeddedChatModel] = {}
 _loaded_lock = threading.Lock()
 
 
-def get_embedded_model(model_dir: Path) -> EmbeddedChatModel:
-    """The process-wide model for `model_dir`: loaded once, then shared by every role."""
-    key = Path(model_dir).resolve()
+def get_embedded_model(model_dir: Path, adapter_dir: Path | None = None) -> EmbeddedChatModel:
+    """The process-wide model for `model_dir` (+ adapter): loaded once, then shared by every role."""
+    key = (Path(model_dir).resolve(), Path(adapter_dir).resolve() if adapter_dir else None)
     with _loaded_lock:
         if key not in _loaded:
-            _loaded[key] = EmbeddedChatModel(key)
+            _loaded[key] = EmbeddedChatModel(key[0], adapter_dir=key[1])
         return _loaded[key]

@@ -69,6 +69,7 @@ class ChatServer(ThreadingHTTPServer):
         super().__init__(address, ChatRequestHandler)
         self.model = model
         self.options = options
+        self.adapters: dict[str, ChatModel] = {}  # LoRA adapters loaded at run time, by name (as vLLM)
         self.image_dir = Path(tempfile.mkdtemp(prefix="mia-serve-images-"))
 
     def server_close(self) -> None:
@@ -88,9 +89,9 @@ class ChatRequestHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?")[0].rstrip("/")
         if path in ("/v1/models", "/models"):
-            name = self.server.options.served_model_name
+            names = [self.server.options.served_model_name, *self.server.adapters]
             self._send_json(200, {"object": "list", "data": [
-                {"id": name, "object": "model", "created": int(time.time()), "owned_by": "mia"}]})
+                {"id": name, "object": "model", "created": int(time.time()), "owned_by": "mia"} for name in names]})
         elif path == "/health":
             self._send_json(200, {"status": "ok"})
         else:
@@ -106,6 +107,8 @@ class ChatRequestHandler(BaseHTTPRequestHandler):
                 self._chat_completions(body)
             elif path == "/tokenize" and self.server.options.tokenize:
                 self._tokenize(body)
+            elif path in ("/v1/load_lora_adapter", "/load_lora_adapter"):
+                self._load_lora_adapter(body)
             else:
                 self._send_error(404, f"No route for POST {self.path}.")
         except BadRequest as error:
@@ -117,21 +120,38 @@ class ChatRequestHandler(BaseHTTPRequestHandler):
 
     # ---- endpoints ----------------------------------------------------------------------------
 
-    def _tokenize(self, body: dict) -> None:
+    def _load_lora_adapter(self, body: dict) -> None:
+        """vLLM's runtime LoRA loading: {"lora_name", "lora_path"}; the name then serves as a model."""
+        name, path = body.get("lora_name"), body.get("lora_path")
+        if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
+            raise BadRequest("POST /v1/load_lora_adapter needs 'lora_name' and 'lora_path' strings.")
+        if name in self.server.adapters or name == self.server.options.served_model_name:
+            raise BadRequest(f"The lora adapter '{name}' has already been loaded.")
+        base_dir = getattr(self.server.model, "model_dir", None)
+        if base_dir is None:
+            raise BadRequest("This server's model cannot take LoRA adapters.")
+        from backend.llm.embedded import EmbeddedChatModel
+
+        self.server.adapters[name] = EmbeddedChatModel(Path(base_dir), adapter_dir=Path(path), name=name)
+        self._send_json(200, {"message": f"Success: LoRA adapter '{name}' added successfully."})
+
+    def _model_for(self, body: dict) -> ChatModel:
         self._check_model_name(body)
+        return self.server.adapters.get(body.get("model"), self.server.model)
+
+    def _tokenize(self, body: dict) -> None:
+        model = self._model_for(body)
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             raise BadRequest("POST /tokenize needs a 'prompt' string.")
-        model = self.server.model
         tokens = model.encode(prompt) if hasattr(model, "encode") else None
         count = len(tokens) if tokens is not None else model.count_tokens(prompt)
         self._send_json(200, {"count": count, "tokens": tokens or [],
                               "max_model_len": getattr(model, "context_length", None)})
 
     def _chat_completions(self, body: dict) -> None:
-        self._check_model_name(body)
+        model = self._model_for(body)
         request = parse_chat_request(body, self.server.options, self.server.image_dir)
-        model = self.server.model
         if request.choices is not None:
             label, details = _guided_choice(model, request)
             completion = Completion(text=label, prompt_tokens=_prompt_tokens(model, request),
@@ -212,7 +232,7 @@ class ChatRequestHandler(BaseHTTPRequestHandler):
 
     def _check_model_name(self, body: dict) -> None:
         name = self.server.options.served_model_name
-        if body.get("model") not in (None, name):
+        if body.get("model") not in (None, name, *self.server.adapters):
             raise BadRequest(f"The model `{body.get('model')}` does not exist; this server serves `{name}`.", 404)
 
     def _send_json(self, status: int, payload: dict) -> None:

@@ -91,3 +91,21 @@ def test_merging_can_be_switched_off(open_store):
     add(store, "Who is the author of the novel Frankenstein?")
     add(store, "Who wrote the novel Frankenstein?")
     assert store.count(namespace="default") == 2
+
+
+def test_keep_contrast_keeps_a_success_and_a_failure_for_one_question(store):
+    from memory_db import NewMemory
+
+    question = "Which city hosted the 1900 Summer Olympics?"
+    success = store.add(NewMemory(question=question, summary="Searched the Games, read the host.", plan="1. Search.",
+                                  correct=True), keep_contrast=True)
+    failure = store.add(NewMemory(question=question, summary="Guessed from memory.", plan="1. Guess.",
+                                  correct=False), keep_contrast=True)
+    assert failure.id != success.id and store.count(namespace="default") == 2
+    # a repeat with the same label still follows the same-question rule (a worse failure replaces the failure)
+    again = store.add(NewMemory(question=question, summary="Guessed again.", plan="1. Guess.", correct=False),
+                      keep_contrast=True)
+    assert again.id == failure.id and store.count(namespace="default") == 2
+    # without keep_contrast the failure is dropped beside the stored success, as before
+    dropped = store.add(NewMemory(question=question, summary="Another guess.", plan="1. Guess.", correct=False))
+    assert store.count(namespace="default") == 2 and dropped.id in (success.id, failure.id)

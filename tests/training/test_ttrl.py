@@ -1,0 +1,398 @@
+"""Test-time learning on the tiny random model, the real wiki index and a real SQLite memory store."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from backend.config import LearningConfig, RoleConfig, load_config
+from backend.feedback import FeedbackItem, FeedbackQueue
+from backend.judge import CORRECT
+from backend.manager import Manager
+from training.episode import Episode
+from training.rewards import Reward
+from training.ttrl import Signal, SignalError, TestTimeLearner, signal_from_feedback
+from training.ttrl.budget import RolloutBudget
+from training.ttrl.rollouts import ScoredRollout, consolidate, shortest_correct_and_one_incorrect
+from training.ttrl.signals import SignalGrader
+from training.ttrl.versions import REJECTED, Version, VersionError, VersionStore
+
+REPO = Path(__file__).resolve().parents[2]
+CANARY = REPO / "data" / "ttrl" / "canary.jsonl"
+QUESTIONS = [
+    ("Which magazine was started first, Arthur's Magazine or First for Women?", "Arthur's Magazine"),
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", "yes"),
+    ("What government position was held by the woman who portrayed Corliss Archer in Kiss and Tell?", "Chief of Protocol"),
+]
+
+
+def settings(**overrides) -> LearningConfig:
+    base = dict(enabled=True, rollouts_per_signal=2, signals_per_update=2, rollouts_per_hour=100, canary_size=1,
+                max_turns=1, max_new_tokens=16, poll_seconds=0.05, lora_r=4, lora_alpha=8)
+    return LearningConfig(**{**base, **overrides})
+
+
+@pytest.fixture
+def store(tmp_path, embedder):
+    from memory_db import MemoryStore
+
+    s = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_model_dir):
+    from backend.llm.embedded import EmbeddedChatModel
+
+    return EmbeddedChatModel(tiny_model_dir)
+
+
+@pytest.fixture
+def make_learner(tmp_path, tiny_model_dir, tiny_model, wiki_tools, store):
+    def make(**overrides) -> TestTimeLearner:
+        promotions = overrides.pop("promotions", None)
+        queue = overrides.pop("queue", None)
+        return TestTimeLearner(
+            settings(**overrides), root=tmp_path / "ttrl", planner_base_dir=tiny_model_dir,
+            executor_model=tiny_model, judge_model=tiny_model, manager=Manager(tiny_model, store),
+            tools=wiki_tools, canary_path=CANARY, feedback_queue=queue,
+            on_promote=promotions.append if promotions is not None else None, guided=True,
+        )
+
+    return make
+
+
+def feedback(**fields) -> FeedbackItem:
+    base = dict(run_id="r1", namespace="alice", user="alice", question="Q?", answer="Paris", thumbs=None,
+                right_answer=None, comment=None, label_before="incorrect", label_after="incorrect",
+                judge_method="x", memory_id=None)
+    return FeedbackItem(**{**base, **fields})
+
+
+# -- signals, budget, versions -------------------------------------------------------------------
+
+def test_feedback_becomes_the_signal_a_person_meant():
+    typed = signal_from_feedback(feedback(right_answer="Lyon", thumbs="down"))
+    assert (typed.kind, typed.answer, typed.namespace) == ("ground_truth", "Lyon", "alice")
+    up = signal_from_feedback(feedback(thumbs="up"))
+    assert (up.kind, up.answer) == ("ground_truth", "Paris")
+    down = signal_from_feedback(feedback(thumbs="down"))
+    assert (down.kind, down.answer, down.source) == ("rejected", "Paris", "feedback:r1")
+    assert signal_from_feedback(feedback(comment="nice")) is None
+    with pytest.raises(SignalError, match="needs the answer"):
+        Signal("Q?", "ground_truth", answer=" ")
+
+
+def test_a_rejected_answer_is_graded_wrong_and_a_gold_one_right(tiny_model):
+    rejected = SignalGrader(Signal("Capital of France?", "rejected", answer="Lyon"), _judge(tiny_model))
+    assert rejected.correct("Capital of France?", " lyon. ") is False
+    gold = SignalGrader(Signal("Capital of France?", "ground_truth", answer="Paris"), None)
+    assert gold.correct("Capital of France?", "It is Paris.") is True
+    assert gold.correct("Capital of France?", "Lyon") is False
+    assert gold.correct("Capital of France?", "") is False
+
+
+def _judge(model):
+    from backend.judge import Judge
+
+    return Judge(model)
+
+
+def test_budget_is_a_sliding_hour():
+    now = [1000.0]
+    budget = RolloutBudget(4, clock=lambda: now[0])
+    assert budget.allows(4)
+    budget.spend(4)
+    assert not budget.allows(1) and budget.left() == 0
+    assert budget.seconds_until(2) == pytest.approx(3600.0)
+    now[0] += 3601
+    assert budget.allows(4) and budget.seconds_until(4) == 0.0
+
+
+def test_versions_pointer_and_rules(tmp_path):
+    store = VersionStore(tmp_path)
+    assert [v.number for v in store.all()] == [0] and store.current().number == 0
+    number, adapter = store.next_adapter_dir()
+    store.record(Version(number, adapter_dir=str(adapter), canary_reward=0.2))
+    store.make_current(number)
+    assert store.current().number == 1
+    rejected_number, adapter = store.next_adapter_dir()
+    store.record(Version(rejected_number, status=REJECTED, adapter_dir=str(adapter)))
+    with pytest.raises(VersionError, match="rejected"):
+        store.make_current(rejected_number)
+    with pytest.raises(VersionError, match="no Planner version 9"):
+        store.make_current(9)
+    store.make_current(0)
+    assert VersionStore(tmp_path).current().number == 0  # the pointer is on disk
+
+
+# -- the non-parametric side ----------------------------------------------------------------------
+
+def _rollout(answer: str, correct: bool, steps: int) -> ScoredRollout:
+    from backend.executor import Step
+
+    episode = Episode(question="Q?", ground_truth="gold", plan_steps=["Search for x."], plan_texts=["1. Search for x."],
+                      plans_recovered=[False], first_answer=answer, answer=answer, replanned=False,
+                      correct_first=correct, correct_final=correct,
+                      steps=[Step(turn=i, tool="search") for i in range(steps)], trace_text=f"{steps} steps -> {answer}")
+    return ScoredRollout(episode, [], Reward(0.7 * correct, {}))
+
+
+def test_consolidation_stores_exactly_the_shortest_correct_and_one_incorrect(tiny_model, store):
+    rollouts = [_rollout("wrong A", False, 1), _rollout("gold long", True, 3), _rollout("gold short", True, 1),
+                _rollout("wrong B", False, 2)]
+    chosen = shortest_correct_and_one_incorrect(rollouts)
+    assert [r.episode.answer for r in chosen] == ["gold short", "wrong A"]
+
+    used = store.add(_new_memory("earlier question", "alice")).id
+    signal = Signal("Q?", "ground_truth", "alice", "gold", "stream:1")
+    stored = consolidate(signal, rollouts, manager=Manager(tiny_model, store), memories_used=[used], version="v0000")
+    assert len(stored) == 2 and store.count(namespace="alice") == 3
+    memories = [store.get(i, namespace="alice") for i in stored]
+    assert [(m.correct, m.provenance["answer"]) for m in memories] == [(True, "gold short"), (False, "wrong A")]
+    assert all(m.provenance["source"] == "test-time learning" for m in memories)
+    credited = store.get(used, namespace="alice")
+    assert (credited.usage_count, credited.success_count) == (2, 2)  # new = 1 of 1; 2 of 4 correct: majority = success
+    assert store.count(namespace="bob") == 0
+
+
+def _new_memory(question: str, namespace: str):
+    from memory_db import NewMemory
+
+    return NewMemory(question=question, summary="Search both, compare.", plan="1. Search.", correct=True,
+                     namespace=namespace)
+
+
+# -- the learner ----------------------------------------------------------------------------------
+
+def learn_with_spread(learner: TestTimeLearner, signals: list[tuple[str, str]]):
+    """Process the signals, give each group a reward spread (the tiny model's rewards are mostly alike), update."""
+    for question, answer in signals:
+        learner.submit(Signal(question, "ground_truth", "alice", answer, "stream"))
+    while learner.status().pending:
+        assert learner.work_once() == "processed"
+    for group in learner.batch:
+        group.rewards = [0.75] + [0.05] * (len(group.rewards) - 1)
+    return learner.update()
+
+
+def test_signals_make_memories_then_a_version_that_the_canary_promotes(make_learner, store):
+    promotions: list[Version] = []
+    learner = make_learner(promotions=promotions, signals_per_update=5)
+    first = learn_with_spread(learner, QUESTIONS[:2])
+    versions = learner.versions.all()
+    assert [v.number for v in versions] == [0, 1]
+    base = versions[0]
+    assert base.canary_reward is not None and first.canary_reward is not None
+    assert first.status == "promoted" and first.parent == 0 and first.rollouts == 4 and first.signals == 2
+    assert (Path(first.adapter_dir) / "adapter_config.json").is_file()
+    assert learner.versions.current().number == 1 and [p.number for p in promotions] == [1]
+    assert learner.status().batch == 0 and learner.status().pending == 0
+    assert store.count(namespace="alice") >= 2  # at least one trajectory per question
+    logged = learner.read_log("signals.jsonl")
+    assert [len(s["rewards"]) for s in logged] == [2, 2]
+
+
+def test_a_batch_without_reward_spread_makes_no_version(make_learner):
+    learner = make_learner(signals_per_update=5)
+    learner.submit(Signal(QUESTIONS[0][0], "ground_truth", "alice", QUESTIONS[0][1], "stream"))
+    learner.work_once()
+    learner.batch[0].rewards = [0.05, 0.05]
+    assert learner.update() is None
+    assert [v.number for v in learner.versions.all()] == [0] and learner.status().batch == 0
+    assert learner.read_log("updates.jsonl")[-1]["event"] == "skipped"
+
+
+def test_a_worse_canary_rejects_the_version_and_restores_the_weights(make_learner):
+    from safetensors.torch import load_file
+
+    learner = make_learner(signals_per_update=5)
+    base = learner.versions.get(0)
+    base.canary_reward = 5.0  # no version can reach it
+    learner.versions.record(base)
+    learner.submit(Signal(QUESTIONS[0][0], "ground_truth", "alice", QUESTIONS[0][1], "stream"))
+    assert learner.work_once() == "processed"
+    learner.batch[0].rewards = [1.0, 0.0]  # a spread, so the GRPO step moves the weights
+    before = {k: v.clone() for k, v in learner.policy().trainable_state().items()}
+    version = learner.update()
+    assert version.number == 1 and version.status == REJECTED and version.parent_canary_reward == 5.0
+    assert learner.versions.current().number == 0
+    saved = load_file(str(Path(version.adapter_dir) / "adapter_model.safetensors"))
+    assert any(not torch.equal(saved[k], before_value) for k, before_value in _by_saved_name(before, saved).items())
+    after = learner.policy().trainable_state()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def _by_saved_name(state: dict, saved: dict) -> dict:
+    """peft saves `...lora_A.weight` for the live `...lora_A.default.weight`."""
+    out = {}
+    for name, value in state.items():
+        key = name.replace(".default", "")
+        if key in saved:
+            out[key] = value
+    assert out, "no trainable tensor matched the saved adapter"
+    return out
+
+
+def test_rollback_points_app_and_learner_at_an_earlier_version(make_learner):
+    promotions: list[Version] = []
+    learner = make_learner(signals_per_update=5, promotions=promotions)
+    learn_with_spread(learner, QUESTIONS[1:2])
+    assert learner.versions.current().number == 1
+    learner.rollback(0)
+    assert learner.versions.current().number == 0 and promotions[-1].number == 0
+    assert learner._policy is None  # the next rollout reloads the base weights
+
+
+def test_paused_learning_changes_nothing(make_learner, store, tmp_path):
+    queue = FeedbackQueue(tmp_path / "queue.jsonl")
+    learner = make_learner(queue=queue)
+    learner.pause()
+    queue.append(feedback(question=QUESTIONS[0][0], right_answer=QUESTIONS[0][1]))
+    learner.submit(Signal(QUESTIONS[1][0], "ground_truth", "alice", QUESTIONS[1][1], "stream"))
+    assert learner.work_once() == "paused"
+    assert learner.status().pending == 1 and learner.feedback_cursor == 0
+    assert store.count(namespace="alice") == 0 and [v.number for v in learner.versions.all()] == [0]
+    state = json.loads((tmp_path / "ttrl" / "state.json").read_text())
+    assert state["paused"] is True
+    learner.resume()
+    assert learner.work_once() == "processed"  # the queued feedback was read, then one signal processed
+    assert learner.feedback_cursor == 1 and learner.status().pending == 1
+
+
+def test_budget_holds_signals_back(make_learner):
+    learner = make_learner(rollouts_per_hour=2, signals_per_update=5)
+    for question, answer in QUESTIONS[:2]:
+        learner.submit(Signal(question, "ground_truth", "alice", answer, "stream"))
+    assert learner.work_once() == "processed"
+    assert learner.work_once() == "budget" and "budget" in learner.status().activity
+    assert learner.status().pending == 1
+
+
+def test_pending_signals_and_the_batch_survive_a_restart(make_learner):
+    learner = make_learner(signals_per_update=3)
+    for question, answer in QUESTIONS[:2]:
+        learner.submit(Signal(question, "ground_truth", "alice", answer, "stream"))
+    learner.work_once()
+    again = make_learner(signals_per_update=3)
+    assert again.status().pending == 1 and again.status().batch == 1
+    assert len(again.batch[0].episodes()) == 2
+
+
+def test_an_update_runs_while_questions_are_answered(tmp_path, tiny_model_dir, wiki_tools, embedder):
+    """The live app: feedback -> background learner -> promoted version swapped in; answering never waits."""
+    from backend.agent import ResearchAgent, RunRequest
+    from backend.events import RunFinished
+    from backend.runlog import RunLog
+    from backend.runtime import Runtime, make_chat_model
+    from memory_db import MemoryStore
+    from training.ttrl.live import build_learner
+
+    base = load_config(environ={})
+    role = RoleConfig(backend="embedded", model_dir=str(tiny_model_dir), max_new_tokens=16)
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     agent=replace(base.agent, max_turns=1, reflections=1), roles={n: role for n in base.roles},
+                     ttrl=settings(signals_per_update=1, rollouts_per_signal=2))
+    models = {name: make_chat_model(config, name, progress=False) for name in config.roles}
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    agent = ResearchAgent(config, models=models, tools=wiki_tools, store=store, runlog=RunLog(config.runs_dir))
+    runtime = Runtime(config=config, agent=agent, store=store, runlog=agent.runlog)
+    learner = build_learner(runtime)
+    original_planner = agent.models["planner"]
+    torch.manual_seed(3)  # the app answers greedily, so only the learner's sampling draws from this
+    for question, answer in QUESTIONS:
+        learner.submit(Signal(question, "ground_truth", "default", answer, "stream"))
+    answered_while_busy, answered = 0, 0
+    learner.start()
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            events = list(agent.run(RunRequest("Who wrote Kiss and Tell?", namespace="bob")))
+            assert isinstance(events[-1], RunFinished)
+            answered += 1
+            status = learner.status()
+            answered_while_busy += status.activity != "idle"
+            if len(status.versions) >= 3 and status.pending == 0:
+                break
+    finally:
+        learner.stop(timeout=120)
+        store.close()
+    assert answered_while_busy >= 1, "no question finished while the learner was working"
+    versions = learner.versions.all()
+    assert len(versions) >= 3
+    current = learner.versions.current()
+    if current.number:
+        assert agent.models["planner"] is not original_planner
+        assert current.name in agent.models["planner"].name
+    assert store_is_untouched_by_bob(tmp_path, embedder)
+
+
+def store_is_untouched_by_bob(tmp_path, embedder) -> bool:
+    """Learning from `default`'s signals writes only into `default`; bob's namespace holds his own runs."""
+    from memory_db import MemoryStore
+
+    s = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
+    try:
+        bob = s.list(namespace="bob")
+        return all(m.provenance.get("source") != "test-time learning" for m in bob)
+    finally:
+        s.close()
+
+
+# -- served Planner: the adapter goes to the server's runtime LoRA endpoint ---------------------------
+
+def test_a_served_planner_loads_the_new_adapter_by_name(tmp_path, tiny_model_dir, tiny_model):
+    from backend.llm.base import LLMError
+    from backend.llm.openai_compat import OpenAIChatModel
+    from backend.llm.serve import start_server_in_thread
+    from training.policy import LoraSettings, PolicyChatModel
+    from training.ttrl.live import register_served_adapter
+
+    policy = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
+    with torch.no_grad():  # a non-zero adapter, so the served answer can differ from the base model's
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    adapter = policy.save_adapter(tmp_path / "versions" / "v0001" / "adapter")
+    version = Version(1, adapter_dir=str(adapter))
+    base_url, stop = start_server_in_thread(tiny_model, served_model_name="tiny")
+    try:
+        name = register_served_adapter(base_url, version)
+        assert name == "mia-planner-v0001"
+        assert register_served_adapter(base_url, version) == name  # loading twice is not an error
+        messages = [{"role": "user", "content": "Plan a search about magazines."}]
+        tuned = OpenAIChatModel(base_url, name).generate(messages, max_new_tokens=8).text
+        base = OpenAIChatModel(base_url, "tiny").generate(messages, max_new_tokens=8).text
+        assert tuned != base
+        with pytest.raises(LLMError, match="enable-lora"):
+            register_served_adapter(base_url, Version(2, adapter_dir=str(tmp_path / "missing")))
+    finally:
+        stop()
+
+
+def test_learning_settings_are_validated_with_the_key_named(tmp_path):
+    from backend.config import ConfigError
+
+    bad = tmp_path / "mia.toml"
+    bad.write_text("[ttrl]\nrollouts_per_signal = 1\n")
+    with pytest.raises(ConfigError, match="ttrl.rollouts_per_signal"):
+        load_config(bad, environ={})
+    assert load_config(bad, environ={"MIA_TTRL_ROLLOUTS_PER_SIGNAL": "3"}).ttrl.rollouts_per_signal == 3
+    bad.write_text("[ttrl]\nrollouts_per_hour = 2\n")
+    with pytest.raises(ConfigError, match="ttrl.rollouts_per_hour"):
+        load_config(bad, environ={})
+
+
+def test_a_folder_that_is_not_an_adapter_is_refused_clearly(tmp_path, tiny_model_dir):
+    from backend.llm.base import LLMError
+    from backend.llm.embedded import EmbeddedChatModel
+
+    with pytest.raises(LLMError, match="not a LoRA adapter folder"):
+        EmbeddedChatModel(tiny_model_dir, adapter_dir=tmp_path)

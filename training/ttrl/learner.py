@@ -1,0 +1,383 @@
+"""The test-time learner: a background worker that turns signals into memories and Planner updates.
+
+Never in the request path: the app keeps answering with the current Planner while this worker
+samples rollouts with its own copy of the Planner (the policy) and trains it. The worker loop:
+
+1. read new feedback from the app's durable queue (a cursor in ``state.json``) into pending signals;
+2. if the hourly rollout budget allows, take the oldest signal: the policy proposes n plans, the
+   frozen Executor runs them, the Judge grades them; the Manager stores the shortest correct and
+   one incorrect trajectory (non-parametric side);
+3. when ``signals_per_update`` signals are scored, one GRPO update of the Planner's LoRA; the new
+   version is evaluated on the canary and promoted only if it does not do worse than the current
+   one; ``on_promote`` then swaps it into the app (between questions).
+
+Pending signals and the scored batch survive a restart (``state.json``, ``batch.jsonl``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from backend.config import LearningConfig
+from backend.judge import Judge
+from backend.llm.base import ChatModel
+from backend.manager import Manager
+from backend.tools.base import Tool
+from training.episode import EpisodeSettings
+from training.grpo import group_advantages, grpo_update
+from training.policy import LoraSettings, PolicyChatModel, TurnSample
+from training.ttrl.budget import RolloutBudget
+from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
+from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
+from training.ttrl.signals import Signal, SignalGrader, signal_from_feedback
+from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, _write_atomically
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LearnerStatus:
+    enabled: bool
+    paused: bool
+    activity: str
+    pending: int
+    batch: int
+    signals_per_update: int
+    budget_left: int
+    rollouts_per_hour: int
+    current_version: int
+    versions: list[Version]
+    last_error: str = ""
+    updates_running: bool = False
+
+
+@dataclass
+class _Group:
+    """One signal's scored rollouts, kept until the GRPO update that uses them."""
+
+    signal: dict
+    rewards: list[float]
+    samples: list[list[dict]] = field(default_factory=list)
+
+    def episodes(self) -> list[list[TurnSample]]:
+        return [[TurnSample(s["prompt_ids"], s["completion_ids"]) for s in rollout] for rollout in self.samples]
+
+
+class TestTimeLearner:
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(
+        self,
+        settings: LearningConfig,
+        *,
+        root: Path,
+        planner_base_dir: Path,
+        executor_model: ChatModel,
+        judge_model: ChatModel | None,
+        manager: Manager,
+        tools: Mapping[str, Tool],
+        canary_path: Path,
+        feedback_queue=None,
+        on_promote: Callable[[Version], None] | None = None,
+        memory_k: int = 2,
+        guided: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.planner_base_dir = Path(planner_base_dir)
+        self.executor_model = executor_model
+        self.judge = Judge(judge_model, require_overlap=True) if judge_model is not None else None
+        self.manager = manager
+        self.tools = dict(tools)
+        self.canary = load_canary(canary_path, settings.canary_size)
+        self.feedback_queue = feedback_queue
+        self.on_promote = on_promote
+        self.memory_k = memory_k
+        self.versions = VersionStore(self.root)
+        self.episode_settings = EpisodeSettings(
+            max_turns=settings.max_turns, executor_max_new_tokens=settings.max_new_tokens,
+            planner_max_new_tokens=settings.max_new_tokens, reflections=1, guided=guided,
+        )
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._policy: PolicyChatModel | None = None
+        self._optimizer: torch.optim.Optimizer | None = None
+        self.activity = "idle"
+        self.last_error = ""
+        state = self._read_state()
+        self.paused: bool = state.get("paused", False)
+        self.feedback_cursor: int = state.get("feedback_cursor", 0)
+        self.pending: list[Signal] = [Signal(**s) for s in state.get("pending", [])]
+        self.budget = RolloutBudget(settings.rollouts_per_hour, clock=clock, spent=state.get("budget", []))
+        self.batch: list[_Group] = self._read_batch()
+
+    # -- persistence ------------------------------------------------------------------------------
+    @property
+    def _state_path(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def _batch_path(self) -> Path:
+        return self.root / "batch.jsonl"
+
+    def _read_state(self) -> dict:
+        return json.loads(self._state_path.read_text(encoding="utf-8")) if self._state_path.exists() else {}
+
+    def _save_state(self) -> None:
+        _write_atomically(self._state_path, {
+            "paused": self.paused, "feedback_cursor": self.feedback_cursor,
+            "pending": [s.to_dict() for s in self.pending], "budget": self.budget.spent_times(),
+        })
+
+    def _read_batch(self) -> list[_Group]:
+        if not self._batch_path.exists():
+            return []
+        return [_Group(**json.loads(line)) for line in self._batch_path.read_text(encoding="utf-8").splitlines() if line]
+
+    def _save_batch(self) -> None:
+        tmp = self._batch_path.with_name(".batch.jsonl.tmp")
+        tmp.write_text("".join(json.dumps(asdict(g)) + "\n" for g in self.batch), encoding="utf-8")
+        tmp.replace(self._batch_path)
+
+    def _log(self, name: str, record: dict) -> None:
+        with (self.root / name).open("a", encoding="utf-8") as fp:
+            fp.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def read_log(self, name: str) -> list[dict]:
+        path = self.root / name
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    # -- controls ---------------------------------------------------------------------------------
+    def submit(self, signal: Signal) -> int:
+        """Queue a signal (an evaluation stream's gold answer, an unsupervised run); returns pending count."""
+        with self._lock:
+            self.pending.append(signal)
+            self._save_state()
+            self._wake.set()
+            return len(self.pending)
+
+    def pause(self) -> None:
+        with self._lock:
+            self.paused = True
+            self._save_state()
+
+    def resume(self) -> None:
+        with self._lock:
+            self.paused = False
+            self._save_state()
+            self._wake.set()
+
+    def rollback(self, number: int) -> Version:
+        """Make an earlier promoted version (0 = the base model) current, in the app and for training."""
+        with self._lock:
+            version = self.versions.make_current(number)
+            self._policy, self._optimizer = None, None  # reloaded from the new current version
+            self._log("updates.jsonl", {"at": time.time(), "event": "rollback", "version": number})
+        if self.on_promote is not None:
+            self.on_promote(version)
+        return version
+
+    def status(self) -> LearnerStatus:
+        with self._lock:
+            return LearnerStatus(
+                enabled=self.settings.enabled, paused=self.paused, activity=self.activity,
+                pending=len(self.pending), batch=len(self.batch), signals_per_update=self.settings.signals_per_update,
+                budget_left=self.budget.left(), rollouts_per_hour=self.settings.rollouts_per_hour,
+                current_version=self.versions.current().number, versions=self.versions.all(),
+                last_error=self.last_error, updates_running=self.activity.startswith(("updating", "canary")),
+            )
+
+    # -- the worker -------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="test-time-learning", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            outcome = self.work_once()
+            if outcome in ("idle", "paused", "budget"):
+                self._wake.wait(self.settings.poll_seconds)
+                self._wake.clear()
+
+    def run_until_idle(self, *, max_signals: int | None = None) -> int:
+        """Process signals in this thread until none is left (or the budget/pause stops it); for the CLI and tests."""
+        done = 0
+        while max_signals is None or done < max_signals:
+            if self.work_once() != "processed":
+                break
+            done += 1
+        return done
+
+    def poll_feedback(self) -> int:
+        """Move new feedback-queue items into pending signals; returns how many became signals."""
+        if self.feedback_queue is None:
+            return 0
+        items = self.feedback_queue.items()
+        with self._lock:
+            new = items[self.feedback_cursor:]
+            signals = [s for s in (signal_from_feedback(i) for i in new) if s is not None]
+            self.pending.extend(signals)
+            self.feedback_cursor = len(items)
+            if new:
+                self._save_state()
+        return len(signals)
+
+    def work_once(self) -> str:
+        """One unit of work: 'paused', 'idle', 'budget' (waiting for the hourly budget) or 'processed'."""
+        if self.paused or not self.settings.enabled:
+            self.activity = "paused" if self.paused else "switched off"
+            return "paused"
+        self.poll_feedback()
+        n = self.settings.rollouts_per_signal
+        with self._lock:
+            if not self.pending:
+                self.activity = "idle"
+                return "idle"
+            if not self.budget.allows(n):
+                wait = self.budget.seconds_until(n)
+                self.activity = f"waiting {wait / 60:.0f} min for the hourly rollout budget"
+                return "budget"
+            signal = self.pending[0]
+        try:
+            outcome = self.process(signal)
+        except Exception as exc:  # one bad signal must not stop learning; it is logged and dropped
+            log.exception("test-time learning failed on %r", signal.question)
+            self.last_error = f"{type(exc).__name__}: {exc} (question: {signal.question[:80]!r}; skipped)"
+            self._log("signals.jsonl", {"at": time.time(), "question": signal.question, "error": self.last_error})
+        with self._lock:
+            if self.pending and self.pending[0] is signal:
+                self.pending.pop(0)
+            self._save_state()
+        if len(self.batch) >= self.settings.signals_per_update:
+            self.update()
+        self.activity = "idle"
+        return "processed"
+
+    # -- the two sides of learning ----------------------------------------------------------------
+    def policy(self) -> PolicyChatModel:
+        if self._policy is None:
+            current = self.versions.current()
+            self._policy = PolicyChatModel(
+                self.planner_base_dir, temperature=self.settings.temperature,
+                lora=LoraSettings(r=self.settings.lora_r, alpha=self.settings.lora_alpha),
+                adapter_dir=current.adapter_path,
+            )
+            self._optimizer = torch.optim.AdamW(self._policy.trainable_parameters(), lr=self.settings.learning_rate,
+                                                weight_decay=0.0)
+        return self._policy
+
+    def process(self, signal: Signal) -> SignalOutcome:
+        """Rollouts for one signal, memory consolidation, and the group added to the batch."""
+        started = time.perf_counter()
+        self.activity = f"rolling out {self.settings.rollouts_per_signal} plans for: {signal.question[:80]}"
+        policy = self.policy()
+        memory_text, used = memory_context(self.manager, signal, self.memory_k)
+        grader = SignalGrader(signal, self.judge)
+        self.budget.spend(self.settings.rollouts_per_signal)
+        rollouts = run_rollouts(signal, policy=policy, executor_model=self.executor_model, tools=self.tools,
+                                grader=grader, settings=self.episode_settings, memory_text=memory_text,
+                                n=self.settings.rollouts_per_signal)
+        version = self.versions.current().name
+        stored = consolidate(signal, rollouts, manager=self.manager, memories_used=used, version=version)
+        outcome = SignalOutcome(signal, rollouts, used, stored, time.perf_counter() - started)
+        with self._lock:
+            self.batch.append(_Group(
+                signal=signal.to_dict(), rewards=[r.reward.total for r in rollouts],
+                samples=[[asdict(s) for s in r.samples] for r in rollouts],
+            ))
+            self._save_batch()
+        self._log("signals.jsonl", {
+            "at": time.time(), "question": signal.question, "kind": signal.kind, "source": signal.source,
+            "namespace": signal.namespace, "planner_version": version, "rewards": [r.reward.total for r in rollouts],
+            "answers": [r.episode.answer for r in rollouts], "correct": outcome.correct_count,
+            "memories_stored": stored, "memories_used": used, "seconds": round(outcome.seconds, 2),
+        })
+        return outcome
+
+    def _canary(self, model: ChatModel) -> CanaryResult:
+        return evaluate_canary(self.canary, planner_model=model, executor_model=self.executor_model, tools=self.tools,
+                               settings=self.episode_settings)
+
+    def update(self) -> Version | None:
+        """One GRPO update on the batch, then the canary decides: promote, or reject and restore.
+
+        A batch in which every question's rollouts scored alike carries no GRPO signal (all
+        advantages are 0): it is dropped without making a version."""
+        policy = self.policy()
+        n = self.settings.rollouts_per_signal
+        rewards = [r for group in self.batch for r in group.rewards]
+        advantages = group_advantages(rewards, n)
+        if not any(advantages):
+            self._log("updates.jsonl", {"at": time.time(), "event": "skipped", "signals": len(self.batch),
+                                        "reason": "every question's rollouts scored the same: no learning signal"})
+            with self._lock:
+                self.batch = []
+                self._save_batch()
+            return None
+        parent = self.versions.current()
+        if parent.canary_reward is None:
+            self.activity = f"canary: measuring the current Planner ({parent.name})"
+            result = self._canary(policy)
+            parent.canary_reward = result.reward
+            parent.canary_seconds = result.seconds
+            self.versions.record(parent)
+        self.activity = f"updating the Planner on {len(self.batch)} questions"
+        started = time.perf_counter()
+        before = policy.trainable_state()
+        episodes = [e for group in self.batch for e in group.episodes()]
+        stats = grpo_update(policy.model, self._optimizer, list(zip(episodes, advantages)),
+                            temperature=self.settings.temperature)
+        update_seconds = time.perf_counter() - started
+        number, adapter_dir = self.versions.next_adapter_dir()
+        policy.save_adapter(adapter_dir)
+        self.activity = f"canary: checking Planner v{number:04d}"
+        result = self._canary(policy)
+        tolerance = self.settings.canary_tolerance
+        promoted = result.reward >= parent.canary_reward - tolerance
+        rolled_back = self.versions.current().number != parent.number  # a rollback happened meanwhile
+        version = Version(
+            number=number, status=PROMOTED if promoted else REJECTED, parent=parent.number,
+            train_reward=sum(rewards) / len(rewards), canary_reward=result.reward,
+            parent_canary_reward=parent.canary_reward, update_seconds=update_seconds, canary_seconds=result.seconds,
+            signals=len(self.batch), rollouts=len(rewards), adapter_dir=str(adapter_dir),
+            note=(f"GRPO on {stats.tokens} tokens, loss {stats.loss:.4f}; canary {result.correct}/{result.questions} "
+                  f"correct, reward {result.reward:.3f} vs {parent.canary_reward:.3f}"
+                  + ("; discarded: the Planner was rolled back during the update" if rolled_back else "")),
+        )
+        promoted = promoted and not rolled_back
+        self.versions.record(version)
+        with self._lock:
+            self.batch = []
+            self._save_batch()
+            if promoted:
+                self.versions.make_current(number)
+            else:
+                policy.restore_trainable_state(before)
+        self._log("updates.jsonl", {"at": time.time(), "event": "update", **asdict(version)})
+        if promoted and self.on_promote is not None:
+            self.on_promote(version)
+        self.activity = "idle"
+        return version

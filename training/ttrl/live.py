@@ -1,0 +1,107 @@
+"""Test-time learning wired into a running app: build the learner from the runtime, and swap a
+promoted Planner version into the agent between questions.
+
+Embedded Planner: the new version's adapter is merged into a fresh copy of the base weights and the
+agent's planner model is replaced in one assignment; a question already running keeps the model it
+started with. Served Planner: the adapter is registered with the server through vLLM's runtime LoRA
+endpoint (``POST <base_url>/load_lora_adapter``; start vLLM with ``--enable-lora`` and
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``) and the planner then asks for that adapter by name.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+
+from backend.config import REPO_ROOT, Config, ConfigError
+from backend.feedback import feedback_queue_for
+from backend.llm.base import ChatModel, LLMError
+from backend.llm.embedded import EmbeddedChatModel, get_embedded_model
+from backend.llm.openai_compat import OpenAIChatModel
+from backend.manager import Manager
+from backend.runtime import Runtime, embedded_model_dir, resolve_path
+from training.ttrl.learner import TestTimeLearner
+from training.ttrl.versions import Version
+
+log = logging.getLogger(__name__)
+
+
+def learning_root(config: Config) -> Path:
+    return config.data_dir / "ttrl"
+
+
+def planner_base_dir(config: Config) -> Path:
+    """The local weights test-time learning trains: the embedded Planner's, or ttrl.base_model_dir."""
+    if config.ttrl.base_model_dir:
+        return resolve_path(config, config.ttrl.base_model_dir)
+    role = config.role("planner")
+    if not role.is_embedded:
+        raise ConfigError(
+            "ttrl.base_model_dir: the Planner is served, so test-time learning needs the served model's weights "
+            "on this machine (a transformers folder) to train its LoRA adapter; set ttrl.base_model_dir or ttrl.enabled = false."
+        )
+    return embedded_model_dir(config, role, progress=False)
+
+
+def served_adapter_name(version: Version) -> str:
+    return f"mia-planner-{version.name}"
+
+
+def register_served_adapter(base_url: str, version: Version, *, api_key: str = "", timeout_s: float = 60.0) -> str:
+    """Load the version's adapter into an OpenAI-compatible server (vLLM's runtime LoRA loading)."""
+    name = served_adapter_name(version)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = base_url.rstrip("/") + "/load_lora_adapter"
+    try:
+        response = httpx.post(url, json={"lora_name": name, "lora_path": str(version.adapter_path)},
+                              headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise LLMError(f"Could not reach {url} to load Planner {version.name}: {exc}.") from None
+    if response.status_code != 200 and "already been loaded" not in response.text:
+        raise LLMError(
+            f"{url} refused Planner {version.name} ({response.status_code}: {response.text[:300]}). "
+            "Start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True."
+        )
+    return name
+
+
+def planner_model_for(config: Config, version: Version) -> ChatModel:
+    """The chat model the app's Planner should use for `version`."""
+    role = config.role("planner")
+    if role.is_embedded:
+        base = planner_base_dir(config)
+        if version.adapter_path is None:
+            return get_embedded_model(base)
+        return EmbeddedChatModel(base, adapter_dir=version.adapter_path)
+    model = role.model if version.adapter_path is None else register_served_adapter(
+        role.base_url, version, api_key=role.api_key, timeout_s=role.timeout_s)
+    return OpenAIChatModel(role.base_url, model, api_key=role.api_key or None, timeout_s=role.timeout_s,
+                           supports_images=role.supports_images)
+
+
+def swap_planner(runtime: Runtime, version: Version) -> None:
+    """Between questions: runs in progress hold their own reference to the old model."""
+    runtime.agent.models["planner"] = planner_model_for(runtime.config, version)
+    log.info("Planner %s is now answering", version.name)
+
+
+def build_learner(runtime: Runtime) -> TestTimeLearner:
+    config = runtime.config
+    agent = runtime.agent
+    manager = Manager(agent.models["manager"], runtime.store, summary_max_words=config.agent.summary_max_words)
+    learner = TestTimeLearner(
+        config.ttrl, root=learning_root(config), planner_base_dir=planner_base_dir(config),
+        executor_model=agent.models["executor"], judge_model=agent.models["judge"], manager=manager,
+        tools={n: t for n, t in agent.tools.items() if n != "image_search"},
+        canary_path=REPO_ROOT / config.ttrl.canary_file if not Path(config.ttrl.canary_file).is_absolute()
+        else Path(config.ttrl.canary_file),
+        feedback_queue=feedback_queue_for(config.data_dir),
+        on_promote=lambda version: swap_planner(runtime, version),
+        memory_k=config.agent.memory_k, guided=config.agent.guided_for(config.role("executor")),
+    )
+    current = learner.versions.current()
+    if current.number:
+        swap_planner(runtime, current)  # a restart answers with the version that was current
+    return learner

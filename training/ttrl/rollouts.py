@@ -1,0 +1,117 @@
+"""One signal's rollouts: the Planner (the policy being trained) proposes n plans, the frozen
+Executor runs each, the Judge grades them against the signal; then the non-parametric side: the
+Manager stores the shortest correct and one incorrect trajectory and credits the memories used."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from backend.llm.base import ChatModel
+from backend.manager import Manager, memory_to_dict
+from backend.planner import format_memories
+from backend.tools.base import Tool
+from training.episode import Episode, EpisodeSettings, run_episode
+from training.policy import PolicyChatModel, TurnSample
+from training.rewards import Reward, planner_format_ok, planner_reward
+from training.ttrl.signals import Signal
+
+
+@dataclass
+class ScoredRollout:
+    episode: Episode
+    samples: list[TurnSample]
+    reward: Reward
+
+
+@dataclass
+class SignalOutcome:
+    signal: Signal
+    rollouts: list[ScoredRollout]
+    memories_used: list[str]
+    stored: list[str]  # ids of the memories consolidation stored
+    seconds: float
+
+    @property
+    def mean_reward(self) -> float:
+        return sum(r.reward.total for r in self.rollouts) / len(self.rollouts)
+
+    @property
+    def correct_count(self) -> int:
+        return sum(r.episode.correct_final for r in self.rollouts)
+
+
+def score(episode: Episode, signal: Signal) -> Reward:
+    gold = signal.answer if signal.kind == "ground_truth" else ""
+    return planner_reward(
+        correct_final=episode.correct_final, correct_first=episode.correct_first, replanned=episode.replanned,
+        format_ok=planner_format_ok(episode.plans_recovered, episode.plan_texts, gold),
+    )
+
+
+def run_rollouts(signal: Signal, *, policy: PolicyChatModel, executor_model: ChatModel, tools: Mapping[str, Tool],
+                 grader, settings: EpisodeSettings, memory_text: str, n: int) -> list[ScoredRollout]:
+    """n sampled episodes with the policy as Planner; each keeps the policy's decisions for GRPO."""
+    rollouts = []
+    for _ in range(n):
+        policy.begin_episode()
+        try:
+            episode = run_episode(
+                question=signal.question, ground_truth=signal.answer, planner_model=policy,
+                executor_model=executor_model, tools=tools, grader=grader, settings=settings, memory_text=memory_text,
+            )
+        finally:
+            samples = policy.end_episode()
+        rollouts.append(ScoredRollout(episode, samples, score(episode, signal)))
+    return rollouts
+
+
+def shortest_correct_and_one_incorrect(rollouts: list[ScoredRollout]) -> list[ScoredRollout]:
+    """The correct rollout with the fewest Executor steps (then the shortest trace), and the first incorrect one."""
+    correct = [r for r in rollouts if r.episode.correct_final]
+    incorrect = [r for r in rollouts if not r.episode.correct_final]
+    chosen = []
+    if correct:
+        chosen.append(min(correct, key=lambda r: (len(r.episode.steps), len(r.episode.trace_text))))
+    if incorrect:
+        chosen.append(incorrect[0])
+    return chosen
+
+
+def consolidate(signal: Signal, rollouts: list[ScoredRollout], *, manager: Manager, memories_used: list[str],
+                version: str) -> list[str]:
+    """Store the chosen trajectories as memories and give the memories used one outcome.
+
+    The used memories are credited once per signal, with the majority verdict of the rollouts, so a
+    signal weighs as much as one question asked in the app.
+    """
+    stored = []
+    for rollout in shortest_correct_and_one_incorrect(rollouts):
+        ep = rollout.episode
+        memory = manager.consolidate(
+            question=signal.question, caption=None,
+            plan_text="\n".join(f"{i}. {s}" for i, s in enumerate(ep.plan_steps, 1)),
+            plan_steps=ep.plan_steps, trace_text=ep.trace_text, answer=ep.answer,
+            verdict="correct" if ep.correct_final else "incorrect", namespace=signal.namespace,
+            provenance={
+                "source": "test-time learning", "signal": signal.source, "signal_kind": signal.kind,
+                "ground_truth": signal.answer if signal.kind == "ground_truth" else None,
+                "answer": ep.answer, "first_answer": ep.first_answer, "planner_version": version,
+                "rollouts": len(rollouts), "reward": rollout.reward.total, "memories_used": memories_used,
+                "trajectory": f"{ep.trace_text[:3000]}\nAnswer: {ep.answer}",
+            },
+            keep_contrast=True,
+        ).memory
+        stored.append(memory.id)
+    if memories_used:
+        majority = sum(r.episode.correct_final for r in rollouts) * 2 >= len(rollouts)
+        manager.store.record_outcome(memories_used, correct=majority, namespace=signal.namespace, missing_ok=True)
+    return stored
+
+
+def memory_context(manager: Manager, signal: Signal, k: int) -> tuple[str, list[str]]:
+    """The Planner's contrastive memories for the signal's question, as in the app."""
+    found = manager.retrieve(signal.question, signal.namespace, None, k)
+    successful = [memory_to_dict(m) for m in found.successful]
+    failed = [memory_to_dict(m) for m in found.failed]
+    return format_memories(successful, failed), [m["id"] for m in successful + failed]

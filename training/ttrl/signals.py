@@ -1,0 +1,77 @@
+"""What test-time learning learns from, and how a rollout's answer is graded against it.
+
+Kinds of signal:
+- ``ground_truth``: an answer known to be right (typed by a user, a thumbs-up on an answer, or an
+  evaluation stream's gold answer). Rollouts are graded by the Judge against it.
+- ``rejected``: a thumbs-down without a correction. A rollout repeating the rejected answer is
+  wrong; any other answer is graded by the Judge's evaluators and arbiter (no ground truth).
+- ``unsupervised`` (opt-in): a question without feedback; the evaluators and arbiter grade.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from backend.judge import Judge, answer_contains, normalize_answer
+
+KINDS = ("ground_truth", "rejected", "unsupervised")
+
+
+class SignalError(ValueError):
+    """The feedback cannot become a learning signal; the message says why."""
+
+
+@dataclass
+class Signal:
+    question: str
+    kind: str
+    namespace: str = "default"
+    answer: str = ""  # ground_truth: the right answer; rejected: the answer marked wrong
+    source: str = ""  # "feedback:<run id>", "stream:<id>", "unsupervised:<run id>"
+    at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise SignalError(f"signal kind must be one of {', '.join(KINDS)}, got {self.kind!r}.")
+        if not self.question.strip():
+            raise SignalError("a signal needs the question.")
+        if self.kind != "unsupervised" and not self.answer.strip():
+            raise SignalError(f"a {self.kind} signal needs the answer it is about.")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def signal_from_feedback(item) -> Signal | None:
+    """A feedback-queue item as a signal: a typed right answer wins, then thumbs; comments alone teach nothing."""
+    source = f"feedback:{item.run_id}"
+    if item.right_answer:
+        return Signal(item.question, "ground_truth", item.namespace, item.right_answer, source, item.at)
+    if item.thumbs == "up" and item.answer.strip():
+        return Signal(item.question, "ground_truth", item.namespace, item.answer, source, item.at)
+    if item.thumbs == "down" and item.answer.strip():
+        return Signal(item.question, "rejected", item.namespace, item.answer, source, item.at)
+    return None
+
+
+class SignalGrader:
+    """Grades rollout answers against one signal; has the `correct(question, answer, _)` shape of
+    `training.episode.Grader`, so the same episode code serves offline training and TTRL."""
+
+    def __init__(self, signal: Signal, judge: Judge | None) -> None:
+        if signal.kind != "ground_truth" and judge is None:
+            raise SignalError(f"a {signal.kind} signal needs the Judge's model to grade answers.")
+        self.signal, self.judge = signal, judge
+
+    def correct(self, question: str, answer: str, _ground_truth: str = "") -> bool:
+        if not answer.strip():
+            return False
+        kind, reference = self.signal.kind, self.signal.answer
+        if kind == "ground_truth":
+            if self.judge is None:
+                return answer_contains(answer, reference)
+            return self.judge.grade(question, answer, reference).correct
+        if kind == "rejected" and normalize_answer(answer) == normalize_answer(reference):
+            return False
+        return self.judge.evaluate_without_ground_truth(question, answer, "").correct
