@@ -1,29 +1,39 @@
 #!/usr/bin/env bash
 # The embedded-SmolLM2 benchmark: methods none, rag and mia on the first questions of dev, cold and
-# warmed from train, the five evaluations side by side (one process each). Resumable: run it again
-# and finished rows are skipped; each round extends the stream (N = 3, 5, 10, 20, 50).
+# warmed from train. One evaluation at a time (parallel runs only fight over a 2-core CPU), in
+# rounds that extend every stream to the same N (3, 5, 10, 20, 50), so stopping at any point leaves
+# five comparable evaluations. Resumable: run it again and finished rows are skipped.
 # Usage: bash docs/eval/run_benchmark.sh [OUT_ROOT]   (default .mia/eval-bench)
+# Environment: ROUNDS="3 5 10 20 50", WARM_LIMIT (train questions for the warm-up, default 5),
+# THREADS (torch/OpenMP threads, default: all cores), MIA_AGENT_MAX_TURNS (default 2 here).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-.mia/eval-bench}"
 mkdir -p "$OUT"
-# The default 8 Executor turns per plan do not fit a shared 2-core CPU; 2 keep every stage of the loop.
+# The default 8 Executor turns per plan do not fit a 2-core CPU; 2 keep every stage of the loop.
 export MIA_AGENT_MAX_TURNS="${MIA_AGENT_MAX_TURNS:-2}"
-WARM_LIMIT="${WARM_LIMIT:-2}"
+export MIA_SEARCH_HYBRID="${MIA_SEARCH_HYBRID:-false}"
+export OMP_WAIT_POLICY=PASSIVE
+if [ -n "${THREADS:-}" ]; then export OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS"; fi
+WARM_LIMIT="${WARM_LIMIT:-5}"
+ROUNDS="${ROUNDS:-3 5 10 20 50}"
 DEV=data/hotpotqa/dev.jsonl
 TRAIN=data/hotpotqa/train.jsonl
 
-stream() {  # stream NAME METHOD [extra options]: extend one evaluation round by round
-  local name=$1 method=$2; shift 2
-  for n in 3 5 10 20 50; do
-    .venv/bin/python -m backend.eval --data "$DEV" --method "$method" --limit "$n" --out "$OUT/$name" \
-      --no-progress "$@" || return
-  done
+evaluate() {  # evaluate NAME METHOD N [extra options]
+  local name=$1 method=$2 n=$3; shift 3
+  echo "$(date -u +%FT%TZ) $name -> $n" >> "$OUT/progress.log"
+  .venv/bin/python -m backend.eval --data "$DEV" --method "$method" --limit "$n" --out "$OUT/$name" \
+    --no-progress "$@" >> "$OUT/$name.log" 2>&1 || echo "$(date -u +%FT%TZ) $name failed, see $OUT/$name.log" >> "$OUT/progress.log"
 }
 
-stream none-cold none > "$OUT/none-cold.log" 2>&1 &
-stream rag-cold rag > "$OUT/rag-cold.log" 2>&1 &
-stream mia-cold mia > "$OUT/mia-cold.log" 2>&1 &
-stream rag-warm rag --warm-from "$TRAIN" --warm-limit "$WARM_LIMIT" > "$OUT/rag-warm.log" 2>&1 &
-stream mia-warm mia --warm-from "$TRAIN" --warm-limit "$WARM_LIMIT" > "$OUT/mia-warm.log" 2>&1 &
-wait
+for n in $ROUNDS; do
+  evaluate none-cold none "$n"
+  evaluate rag-cold rag "$n"
+  evaluate mia-cold mia "$n"
+  evaluate rag-warm rag "$n" --warm-from "$TRAIN" --warm-limit "$WARM_LIMIT"
+  evaluate mia-warm mia "$n" --warm-from "$TRAIN" --warm-limit "$WARM_LIMIT"
+  .venv/bin/python -m backend.eval --compare "$OUT"/none-cold "$OUT"/rag-cold "$OUT"/mia-cold \
+    "$OUT"/rag-warm "$OUT"/mia-warm --limit "$n" --out "$OUT/report" >> "$OUT/progress.log" 2>&1
+  echo "$(date -u +%FT%TZ) round $n done" >> "$OUT/progress.log"
+done
