@@ -396,3 +396,22 @@ def test_a_folder_that_is_not_an_adapter_is_refused_clearly(tmp_path, tiny_model
 
     with pytest.raises(LLMError, match="not a LoRA adapter folder"):
         EmbeddedChatModel(tiny_model_dir, adapter_dir=tmp_path)
+
+
+def test_a_failing_update_pauses_learning_with_the_reason(make_learner, tmp_path, monkeypatch):
+    learner = make_learner(signals_per_update=2)
+    learner.submit(Signal(QUESTIONS[0][0], "ground_truth", "alice", QUESTIONS[0][1], "stream"))
+    assert learner.work_once() == "processed"
+    learner.batch[0].rewards = [0.75, 0.05]
+    (tmp_path / "ttrl" / "versions" / "v0001" / "adapter").mkdir(parents=True)  # left by a crash: skipped
+
+    def disk_full(target):  # a full disk cannot be produced for real in a test
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(learner.policy(), "save_adapter", disk_full)
+    learner.submit(Signal(QUESTIONS[1][0], "ground_truth", "alice", QUESTIONS[1][1], "stream"))
+    assert learner.work_once() == "processed"
+    status = learner.status()
+    assert status.paused and "learning is paused" in status.last_error and "No space left" in status.last_error
+    assert learner.work_once() == "paused"
+    assert (tmp_path / "ttrl" / "versions" / "v0002" / "adapter").is_dir()  # the stray v0001 was not reused

@@ -217,7 +217,12 @@ class TestTimeLearner:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            outcome = self.work_once()
+            try:
+                outcome = self.work_once()
+            except Exception as exc:  # e.g. an unreadable queue: keep the app up, say why, retry later
+                log.exception("test-time learning worker")
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                outcome = "idle"
             if outcome in ("idle", "paused", "budget"):
                 self._wake.wait(self.settings.poll_seconds)
                 self._wake.clear()
@@ -272,7 +277,13 @@ class TestTimeLearner:
                 self.pending.pop(0)
             self._save_state()
         if len(self.batch) >= self.settings.signals_per_update:
-            self.update()
+            try:
+                self.update()
+            except Exception as exc:  # e.g. a full disk: stop learning rather than retry forever
+                log.exception("test-time learning update failed")
+                self.last_error = (f"The Planner update failed ({type(exc).__name__}: {exc}); learning is paused. "
+                                   "Fix the cause, then resume from the Learning view.")
+                self.pause()
         self.activity = "idle"
         return "processed"
 

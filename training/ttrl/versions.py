@@ -89,7 +89,9 @@ class VersionStore:
 
     def next_adapter_dir(self) -> tuple[int, Path]:
         with self._lock:
-            number = max(v.number for v in self.all()) + 1
+            # folders count too: an update that crashed before writing meta.json leaves one behind
+            folders = [int(p.name[1:]) for p in self.versions_dir.glob("v[0-9]*") if p.name[1:].isdigit()]
+            number = max([v.number for v in self.all()] + folders) + 1
             target = self.versions_dir / f"v{number:04d}" / "adapter"
             target.mkdir(parents=True, exist_ok=False)
             return number, target
