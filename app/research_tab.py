@@ -10,6 +10,7 @@ import gradio as gr
 from app.render import ChatTranscript, esc, transcript_of
 from app.session import AppContext, ReadOnlyModeError
 from backend.agent import RunRequest
+from backend.events import RunFinished
 from backend.feedback import FeedbackError, submit_feedback
 from backend.judge import Judge
 from backend.llm.base import LLMError
@@ -26,6 +27,75 @@ def history_rows(ctx: AppContext, namespace: str) -> list[list]:
         [r.run_id, datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M"), r.question, r.answer, r.verdict]
         for r in ctx.runtime.runlog.list_runs(namespace, limit=100)
     ]
+
+
+NOT_RUNNING_SENTENCE = "Test-time learning is not running yet"
+
+
+def learning_state_line(ctx: AppContext) -> str:
+    """One sentence on what test-time learning does with feedback right now."""
+    learner = ctx.learner
+    if learner is None and ctx.runtime.config.ttrl.enabled:
+        return "Test-time learning is not running in this app (it was started without its learner); the feedback stays queued."
+    if learner is None:
+        return "Test-time learning is switched off (ttrl.enabled = false in mia.toml); the feedback stays queued."
+    from training.ttrl.signals import signal_from_feedback
+
+    status = learner.status()
+    unread = [i for i in ctx.queue.items()[learner.feedback_cursor:] if signal_from_feedback(i) is not None]
+    pending = status.pending + len(unread)
+    signals = f"{pending} signal{'s' if pending != 1 else ''} pending"
+    version = f"current version v{status.current_version:04d}"
+    if not status.enabled:
+        return f"Test-time learning is switched off in its settings; {signals} stay queued ({version})."
+    if status.paused:
+        return (f"Test-time learning is paused (an admin can resume it in the Learning view): {signals}; "
+                f"the Planner learns from them once it resumes ({version}).")
+    return (f"Test-time learning is on: {signals}; the Planner learns from this in the background ({version}).")
+
+
+def feedback_changes(ctx: AppContext, changes: list[str], *, thumbs: str | None, right_answer: str) -> list[str]:
+    """submit_feedback's sentences, with its placeholder about learning replaced by the learner's real state."""
+    lines = []
+    for line in changes:
+        cut = line.find(NOT_RUNNING_SENTENCE)
+        if cut >= 0:
+            line = line[:cut].rstrip()
+        if line:
+            lines.append(line)
+    if not thumbs and not (right_answer or "").strip():
+        lines.append("A comment alone gives test-time learning nothing to learn from (give a thumbs or the right "
+                     "answer for that); it stays in the queue for people to read.")
+    else:
+        lines.append(learning_state_line(ctx))
+    return lines
+
+
+def queue_for_learning(ctx: AppContext, transcript: ChatTranscript, question: str, namespace: str, *,
+                       finished: bool, ground_truth: str | None, image: str | None) -> str | None:
+    """A finished run as a learning signal: with a right answer typed beside the question, a
+    ground-truth signal; without one, an unsupervised signal when that is opted into (ttrl.unsupervised).
+
+    Returns a sentence for the trace when the question was queued, else None. Runs with an image are
+    skipped: the learner's rollouts see only the question's text.
+    """
+    if (ctx.learner is None or ctx.read_only or not finished or image or not transcript.run_id
+            or not transcript.answer.strip() or not question.strip()):
+        return None
+    gold = (ground_truth or "").strip()
+    if not gold and not ctx.runtime.config.ttrl.unsupervised:
+        return None
+    from training.ttrl.signals import Signal, SignalError
+
+    kind = "ground_truth" if gold else "unsupervised"
+    try:
+        pending = ctx.learner.submit(Signal(question.strip(), kind, namespace, gold, f"{kind}:{transcript.run_id}"))
+    except SignalError as exc:
+        log.warning("run %s not queued for test-time learning: %s", transcript.run_id, exc)
+        return None
+    how = "against your right answer" if gold else "by the Judge's evaluators (unsupervised)"
+    return (f"Queued for test-time learning: the Planner's rollouts on this question are graded {how}; "
+            f"{pending} signal{'s' if pending != 1 else ''} pending.")
 
 
 def _with_thumbs(give_feedback, thumbs: str | None):
@@ -74,15 +144,25 @@ def build_research_tab(ctx: AppContext):
 
     def run_question(q: str, img: str | None, cap: str, gt: str, request: gr.Request):
         transcript = ChatTranscript()
+        finished = False
         run = RunRequest(question=q or "", namespace=ctx.namespace_of(request), image=img or None,
                          caption=cap or None, ground_truth=gt or None)
         try:
             for event in ctx.agent.run(run):
                 transcript.add(event)
+                finished = finished or isinstance(event, RunFinished)
                 yield transcript.messages, transcript.run_id, ""
         except Exception as exc:  # the agent reports its own errors as events; this is a last guard
             log.exception("run failed outside the agent")
             transcript.messages.append({"role": "assistant", "content": f"❌ The run stopped: {esc(exc)}"})
+            yield transcript.messages, transcript.run_id, ""
+            return
+        queued = queue_for_learning(ctx, transcript, run.question, run.namespace, finished=finished,
+                                    ground_truth=run.ground_truth,
+                                    image=run.image)
+        if queued:
+            transcript.messages.append({"role": "assistant", "content": esc(queued),
+                                        "metadata": {"title": "🎓 Test-time learning", "status": "done"}})
             yield transcript.messages, transcript.run_id, ""
 
     def give_feedback(thumbs: str | None, current_run: str | None, answer: str, note: str, request: gr.Request) -> str:
@@ -97,7 +177,8 @@ def build_research_tab(ctx: AppContext):
             )
         except (FeedbackError, ReadOnlyModeError, MemoryStoreError, LLMError) as exc:
             return f"⚠️ {esc(exc)}"
-        return "**Feedback applied.**\n\n" + "\n".join(f"- {esc(line)}" for line in outcome.changes)
+        changes = feedback_changes(ctx, outcome.changes, thumbs=thumbs, right_answer=answer)
+        return "**Feedback applied.**\n\n" + "\n".join(f"- {esc(line)}" for line in changes)
 
     def reopen_run(wanted: str, request: gr.Request):
         wanted = (wanted or "").strip()

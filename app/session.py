@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
@@ -12,6 +13,9 @@ from app.readonly import ReadOnlyStore
 from backend.agent import ResearchAgent
 from backend.feedback import FeedbackQueue, feedback_queue_for
 from backend.runtime import Runtime
+
+if TYPE_CHECKING:  # importing the learner pulls in torch and peft; only `serve` with learning on needs it
+    from training.ttrl.learner import TestTimeLearner
 
 DEFAULT_NAMESPACE = "default"
 
@@ -28,6 +32,7 @@ class AppContext:
     runtime: Runtime
     users: UserDirectory | None = None
     read_only: bool = False
+    learner: TestTimeLearner | None = None  # test-time learning, when on (never in the read-only demo)
     queue: FeedbackQueue = field(init=False)
     settings_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 

@@ -80,9 +80,22 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
 def serve(config: Config, *, host: str, port: int, users: UserDirectory | None = None, read_only: bool = False) -> None:
     print("Preparing the models, the search index and the memory store (first start takes a few minutes)...", flush=True)
     runtime = build_runtime(config, progress=True)
-    ctx = AppContext(runtime, users=users, read_only=read_only)
-    print(f"Serving on http://{host}:{port}", flush=True)
+    learner = None
     try:
+        if config.ttrl.enabled and read_only:
+            print("Read-only demo: test-time learning stays off (ttrl.enabled is ignored).", flush=True)
+        elif config.ttrl.enabled:
+            from training.ttrl.live import build_learner  # imports torch and peft: only when learning is on
+
+            learner = build_learner(runtime)
+            learner.start()
+            status = learner.status()
+            print(f"Test-time learning is on: Planner v{status.current_version:04d}, {status.pending} signals pending"
+                  + (" (paused: resume it in the Learning view)" if status.paused else "") + ".", flush=True)
+        ctx = AppContext(runtime, users=users, read_only=read_only, learner=learner)
+        print(f"Serving on http://{host}:{port}", flush=True)
         launch(ctx, host=host, port=port)
     finally:
+        if learner is not None:
+            learner.stop(timeout=5)
         runtime.close()

@@ -8,14 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from backend.config import RoleConfig, load_config
+from backend.config import LearningConfig, RoleConfig, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_INDEX_DIR = REPO / ".mia" / "test-cache" / "index"
 
 
-def app_config(data_dir: Path, model_dir: Path):
-    """The repository config with every role on `model_dir` and data under `data_dir`."""
+# Test-time learning small enough for the tiny model: one signal makes a version, in seconds.
+FAST_LEARNING = dict(enabled=True, rollouts_per_signal=2, signals_per_update=1, rollouts_per_hour=100, canary_size=1,
+                     max_turns=1, max_new_tokens=16, poll_seconds=0.2, lora_r=4, lora_alpha=8)
+
+
+def app_config(data_dir: Path, model_dir: Path, ttrl: dict | None = None):
+    """The repository config with every role on `model_dir` and data under `data_dir`. Test-time learning
+    is off unless `ttrl` gives its settings (e.g. FAST_LEARNING), whatever mia.toml says."""
     base = load_config(environ={})
     role = RoleConfig(backend="embedded", model_dir=str(model_dir), max_new_tokens=32)
     return replace(
@@ -24,6 +30,7 @@ def app_config(data_dir: Path, model_dir: Path):
         memory_url=f"sqlite:///{data_dir / 'memory.sqlite'}",
         agent=replace(base.agent, max_turns=2, reflections=1),
         roles={name: role for name in base.roles},
+        ttrl=LearningConfig(**(ttrl or {})),
     )
 
 
@@ -82,20 +89,31 @@ def write_users(path: Path) -> Path:
     return path
 
 
-def serve_app(root: Path, model_dir: Path, tools, embedder, *, with_logins: bool, read_only: bool = False):
-    """Start the whole app on 127.0.0.1:<free port>; returns (url, AppContext, stop)."""
+def serve_app(root: Path, model_dir: Path, tools, embedder, *, with_logins: bool, read_only: bool = False,
+              ttrl: dict | None = None):
+    """Start the whole app on 127.0.0.1:<free port>; returns (url, AppContext, stop).
+
+    With `ttrl` (settings with enabled=True), test-time learning runs in the background as `serve` runs it."""
     from app.auth import UserDirectory
     from app.session import AppContext
     from app.ui import launch
 
-    runtime = make_runtime(app_config(root / "data", model_dir), tools, embedder)
+    runtime = make_runtime(app_config(root / "data", model_dir, ttrl), tools, embedder)
     users = UserDirectory.load(write_users(root / "users.toml")) if with_logins else None
-    ctx = AppContext(runtime, users=users, read_only=read_only)
+    learner = None
+    if runtime.config.ttrl.enabled and not read_only:
+        from training.ttrl.live import build_learner
+
+        learner = build_learner(runtime)
+        learner.start()
+    ctx = AppContext(runtime, users=users, read_only=read_only, learner=learner)
     port = free_port()
     demo = launch(ctx, host="127.0.0.1", port=port, prevent_thread_lock=True)
 
     def stop() -> None:
         demo.close()
+        if learner is not None:
+            learner.stop(timeout=60)
         runtime.close()
 
     return f"http://127.0.0.1:{port}", ctx, stop
@@ -113,6 +131,23 @@ def app_server(tmp_path_factory, tiny_model_dir, shared_tools, embedder):
 def read_only_server(tmp_path, tiny_model_dir, shared_tools, embedder):
     """The read-only demo without logins."""
     url, ctx, stop = serve_app(tmp_path, tiny_model_dir, shared_tools, embedder, with_logins=False, read_only=True)
+    yield url, ctx
+    stop()
+
+
+@pytest.fixture
+def learning_runtime(tmp_path, tiny_model_dir, shared_tools, embedder):
+    """A runtime (tiny model) whose config has test-time learning on, with FAST_LEARNING settings."""
+    rt = make_runtime(app_config(tmp_path / "data", tiny_model_dir, FAST_LEARNING), shared_tools, embedder)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def learning_server(tmp_path, tiny_model_dir, shared_tools, embedder):
+    """The app without logins, with test-time learning running in the background (FAST_LEARNING)."""
+    url, ctx, stop = serve_app(tmp_path, tiny_model_dir, shared_tools, embedder, with_logins=False,
+                               ttrl=FAST_LEARNING)
     yield url, ctx
     stop()
 

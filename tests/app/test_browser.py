@@ -84,7 +84,8 @@ def test_thumbs_down_with_the_right_answer_relabels_the_memory(app_server, new_p
     assert ctx.queue.items("alice")[-1].right_answer == "Arthur's Magazine"
 
     page.get_by_role("tab", name="Learning").click()
-    page.locator("#learning-status").get_by_text("not running yet").wait_for()
+    assert "Test-time learning is switched off" in result.inner_text() and "not running yet" not in result.inner_text()
+    page.locator("#learning-status").get_by_text("Test-time learning is switched off").wait_for()
     page.locator("#queue-length").get_by_text("feedback items").wait_for()
 
 
@@ -264,3 +265,38 @@ def test_a_long_run_does_not_block_another_users_page(read_only_server, new_page
     other.locator("#queue-length").get_by_text("feedback items").wait_for()
     assert "📊 Run summary" not in busy.locator("#trace").inner_text()  # still running meanwhile
     busy.locator("#trace").get_by_text("📊 Run summary").wait_for(timeout=120_000)
+
+
+def test_feedback_teaches_the_planner_in_the_background(learning_server, new_page):
+    """Learning on (one signal per update): thumbs down with the right answer -> a new Planner version."""
+    import time
+
+    url, ctx = learning_server
+    page = new_page()
+    page.goto(url)
+    page.locator("#who").get_by_text("Local mode").wait_for()
+    research(page)
+    page.locator("#right-answer input, #right-answer textarea").first.fill("Arthur's Magazine")
+    page.locator("#thumbs-down").click()
+    result = page.locator("#feedback-result")
+    result.get_by_text("Test-time learning is on:").wait_for()
+    assert "not running yet" not in result.inner_text()
+
+    page.get_by_role("tab", name="Learning").click()
+    status = page.locator("#learning-status")
+    status.get_by_text("Test-time learning is on.").wait_for()
+    versions = page.locator("#versions-table")
+    deadline = time.monotonic() + 240
+    while "v0001" not in versions.inner_text() and time.monotonic() < deadline:
+        page.wait_for_timeout(2_000)
+        page.locator("#refresh-learning").click()
+    expect(versions).to_contain_text("v0001")
+    expect(page.locator("#signals-table")).to_contain_text("Arthur's Magazine or First for Women")
+    expect(page.locator("#queue-length")).to_contain_text("learner has read 1 of the 1")
+
+    page.locator("#learning-pause").click()
+    status.get_by_text("Test-time learning is paused").wait_for()
+    assert ctx.learner.status().paused
+    page.locator("#learning-resume").click()
+    status.get_by_text("Test-time learning is on.").wait_for()
+    assert not ctx.learner.status().paused

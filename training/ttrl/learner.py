@@ -202,6 +202,11 @@ class TestTimeLearner:
             )
 
     # -- the worker -------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        """Whether the background worker is alive (start() was called and it has not stopped)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive():
             return
@@ -271,7 +276,8 @@ class TestTimeLearner:
         except Exception as exc:  # one bad signal must not stop learning; it is logged and dropped
             log.exception("test-time learning failed on %r", signal.question)
             self.last_error = f"{type(exc).__name__}: {exc} (question: {signal.question[:80]!r}; skipped)"
-            self._log("signals.jsonl", {"at": time.time(), "question": signal.question, "error": self.last_error})
+            self._log("signals.jsonl", {"at": time.time(), "question": signal.question, "namespace": signal.namespace,
+                                        "kind": signal.kind, "source": signal.source, "error": self.last_error})
         with self._lock:
             if self.pending and self.pending[0] is signal:
                 self.pending.pop(0)
