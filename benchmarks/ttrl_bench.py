@@ -88,7 +88,9 @@ def learn(args, out: Path) -> dict:
     runtime = build_runtime(config, progress=False)
     learner = build_learner(runtime)
     probes = load_questions(DEV)[PROBE_OFFSET:PROBE_OFFSET + 200]
-    rows, cursor = [], 0
+    probe_log = out / "probes.jsonl"
+    rows = [json.loads(line) for line in probe_log.read_text().splitlines() if line] if probe_log.exists() else []
+    cursor = len(rows)  # a resumed run asks the next probe questions
     with (out / "probes.jsonl").open("a", encoding="utf-8") as log:
         def probe(phase: str) -> None:
             nonlocal cursor
@@ -103,10 +105,12 @@ def learn(args, out: Path) -> dict:
             log.flush()
             print(f"probe {len(rows)}: {row['seconds']:.1f}s during {row['during']}", flush=True)
 
-        for _ in range(args.baseline_probes):
+        for _ in range(args.baseline_probes - sum(r["phase"] == "baseline" for r in rows)):
             probe("baseline")
-        for q in load_questions(TRAIN, limit=args.signals):
-            learner.submit(Signal(q.question, "ground_truth", "ttrl-stream", q.answer, f"stream:{q.id}"))
+        seen = {r.get("source") for r in learner.read_log("signals.jsonl")} | {s.source for s in learner.pending}
+        for q in load_questions(TRAIN, limit=args.signals):  # resumable: questions already learned from are skipped
+            if f"stream:{q.id}" not in seen:
+                learner.submit(Signal(q.question, "ground_truth", "ttrl-stream", q.answer, f"stream:{q.id}"))
         started = time.perf_counter()
         learner.start()
         while True:
@@ -114,6 +118,7 @@ def learn(args, out: Path) -> dict:
             if status.pending == 0 and status.activity in ("idle",) and status.batch < status.signals_per_update:
                 break
             probe("learning")
+            time.sleep(args.probe_gap)
         learn_seconds = time.perf_counter() - started
         learner.stop(timeout=600)
     runtime.close()
@@ -145,6 +150,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=4, help="plans per question (n)")
     parser.add_argument("--dev-limit", type=int, default=10, help="dev questions per evaluated version")
     parser.add_argument("--baseline-probes", type=int, default=2)
+    parser.add_argument("--probe-gap", type=float, default=30.0, help="seconds between probe questions while learning")
     parser.add_argument("--out", type=Path, default=REPO / ".mia" / "ttrl-bench")
     parser.add_argument("--skip-learning", action="store_true", help="only (re)run the evaluations")
     args = parser.parse_args()

@@ -1,6 +1,11 @@
 """Screenshots of each view after a real run on the embedded SmolLM2, saved to docs/screenshots/.
 
     .venv/bin/python tests/app/make_screenshots.py [--out docs/screenshots]
+    .venv/bin/python tests/app/make_screenshots.py --learning-from .mia/ttrl-bench/app   # the Learning view only
+
+With --learning-from, the app is opened on the data folder of a real test-time-learning run (the
+one `benchmarks/ttrl_bench.py` leaves in <out>/app): its learner is built but not started, so the
+view shows that run's versions, rewards and canary results without changing them.
 
 Runs the app locally (no logins) on a fresh memory store in a temporary folder, with the prepared
 SmolLM2 and search index from the test cache, and drives headless Chromium through each view.
@@ -45,11 +50,42 @@ def smollm2_runtime(data_dir: Path):
     return make_runtime(config, tools, get_embedder())
 
 
+def learning_screenshot(data_dir: Path, out: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from app.session import AppContext
+    from app.ui import launch
+    from training.ttrl.live import build_learner
+
+    runtime = smollm2_runtime(data_dir)
+    learner = build_learner(runtime)
+    port = free_port()
+    demo = launch(AppContext(runtime, learner=learner), host="127.0.0.1", port=port, prevent_thread_lock=True)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.get_by_role("tab", name="Learning").click()
+            page.locator("#queue-length").get_by_text("feedback items").wait_for(timeout=60_000)
+            page.screenshot(path=str(out / "learning.png"), full_page=True)
+            browser.close()
+    finally:
+        demo.close()
+        runtime.close()
+    print(f"Saved {out / 'learning.png'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
-    out = Path(parser.parse_args().out)
+    parser.add_argument("--learning-from", type=Path, help="a test-time-learning run's data folder: Learning view only")
+    args = parser.parse_args()
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.learning_from:
+        learning_screenshot(args.learning_from.resolve(), out)
+        return
 
     from playwright.sync_api import sync_playwright
 
