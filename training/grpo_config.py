@@ -46,6 +46,7 @@ class GRPOSettings:
     executor_max_new_tokens: int = 64
     planner_max_new_tokens: int = 64
     reflections: int = 1
+    guided_actions: bool = False  # the Executor's guided turns (thought -> sampled action choice -> prefilled action), as the app runs the embedded Executor
     seed: int = 0
     threads: int = 1  # torch CPU threads; 1 is fastest for small models on a busy machine, 0 = torch's default
     lora: LoraSettings | None = field(default_factory=LoraSettings)
@@ -105,10 +106,10 @@ def settings_from_mapping(raw: dict[str, Any], *, where: str = "config") -> GRPO
                 raise TrainingConfigError(f"{where}: lora: expected a mapping with r, alpha, dropout (or null for full fine-tuning).")
             kwargs["lora"] = LoraSettings(**value)
             continue
-        expected = {"str": str, "int": int, "float": float}[known[key].type]
+        expected = {"str": str, "int": int, "float": float, "bool": bool}[known[key].type]
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not isinstance(value, expected) or isinstance(value, bool):
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
             raise TrainingConfigError(f"{where}: {key}: expected {expected.__name__}, got {value!r}.")
         kwargs[key] = value
     settings = GRPOSettings(**kwargs)

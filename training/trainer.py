@@ -116,6 +116,7 @@ class StageTrainer:
             executor_max_new_tokens=settings.executor_max_new_tokens,
             planner_max_new_tokens=settings.planner_max_new_tokens,
             reflections=settings.reflections,
+            guided=settings.guided_actions,
         )
         self.records = records if records is not None else self._load_records()
         self.optimizer = torch.optim.AdamW(self.policy.trainable_parameters(), lr=settings.learning_rate, weight_decay=0.0)

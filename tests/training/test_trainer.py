@@ -82,3 +82,14 @@ def test_alternation_records_each_round(tmp_path, capsys):
     assert round_line["planner_checkpoint"].endswith("planner/planner-final")
     assert (tmp_path / "alt" / "round-1" / "stage1.parquet").is_file()
     assert load_settings(executor).num_questions == 1
+
+
+def test_guided_executor_turns_record_the_sampled_action_choice(tmp_path, wiki_tools):
+    trainer = StageTrainer("executor", _settings(tmp_path, guided_actions=True), tools=wiki_tools)
+    assert trainer.episode_settings.guided
+    episode, samples = trainer.episode(trainer.records[0], record_turns=True)
+    assert any(step.tool == "search" for step in episode.steps)  # guided turns always reach a tool call
+    option_lengths = {len(s.completion_ids) for s in samples}
+    assert samples and min(option_lengths) <= 3  # the action choice is recorded as its option's few tokens
+    with pytest.raises(TrainingConfigError, match="guided_actions: expected bool"):
+        _settings(tmp_path, guided_actions="yes")
