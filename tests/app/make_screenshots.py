@@ -4,7 +4,7 @@
     .venv/bin/python tests/app/make_screenshots.py --learning-from .mia/ttrl-bench/app   # the Learning view only
 
 With --learning-from, the app is opened on the data folder of a real test-time-learning run (the
-one `benchmarks/ttrl_bench.py` leaves in <out>/app): its learner is built but not started, so the
+one `benchmarks/ttrl_bench.py` leaves in <out>/app): its learner runs with nothing pending, so the
 view shows that run's versions, rewards and canary results without changing them.
 
 Runs the app locally (no logins) on a fresh memory store in a temporary folder, with the prepared
@@ -59,6 +59,7 @@ def learning_screenshot(data_dir: Path, out: Path) -> None:
 
     runtime = smollm2_runtime(data_dir)
     learner = build_learner(runtime)
+    learner.start()
     port = free_port()
     demo = launch(AppContext(runtime, learner=learner), host="127.0.0.1", port=port, prevent_thread_lock=True)
     try:
@@ -72,6 +73,7 @@ def learning_screenshot(data_dir: Path, out: Path) -> None:
             browser.close()
     finally:
         demo.close()
+        learner.stop(timeout=30)
         runtime.close()
     print(f"Saved {out / 'learning.png'}")
 
