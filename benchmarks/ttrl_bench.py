@@ -79,7 +79,7 @@ def learn(args, out: Path) -> dict:
     from backend.eval.datasets import load_questions
     from backend.runtime import build_runtime
     from training.ttrl.live import build_learner
-    from training.ttrl.signals import Signal
+    from training.ttrl.stream import submit_new
 
     config = load_config()
     config = replace(config, data_dir=out / "app", memory_url="",
@@ -107,10 +107,7 @@ def learn(args, out: Path) -> dict:
 
         for _ in range(args.baseline_probes - sum(r["phase"] == "baseline" for r in rows)):
             probe("baseline")
-        seen = {r.get("source") for r in learner.read_log("signals.jsonl")} | {s.source for s in learner.pending}
-        for q in load_questions(TRAIN, limit=args.signals):  # resumable: questions already learned from are skipped
-            if f"stream:{q.id}" not in seen:
-                learner.submit(Signal(q.question, "ground_truth", "ttrl-stream", q.answer, f"stream:{q.id}"))
+        submit_new(learner, load_questions(TRAIN, limit=args.signals), namespace="ttrl-stream")  # resumable
         started = time.perf_counter()
         learner.start()
         while True:

@@ -18,6 +18,7 @@ from backend.llm.base import ChatModel
 from backend.metering import RunMeter
 from backend.planner import Planner
 from backend.tools.base import Tool, tool_prompt_lines
+from training.rewards import Reward, planner_format_ok, planner_reward
 
 JUDGES = ("exact", "model")
 
@@ -65,6 +66,15 @@ class Episode:
     @property
     def tool_calls(self) -> int:
         return sum(1 for step in self.steps if step.tool)
+
+    def planner_reward(self, gold: str | None = None) -> Reward:
+        """The Planner's reward for this episode; `gold` (default: the ground truth) is the answer
+        no plan may state ("" when none is known)."""
+        gold = self.ground_truth if gold is None else gold
+        return planner_reward(
+            correct_final=self.correct_final, correct_first=self.correct_first, replanned=self.replanned,
+            format_ok=planner_format_ok(self.plans_recovered, self.plan_texts, gold),
+        )
 
 
 def run_episode(

@@ -34,7 +34,7 @@ from training.episode import Episode, EpisodeSettings, Grader, run_episode
 from training.grpo import group_advantages, grpo_update
 from training.grpo_config import GRPOSettings, TrainingConfigError
 from training.policy import PolicyChatModel
-from training.rewards import Reward, TraceStep, executor_reward, planner_format_ok, planner_reward
+from training.rewards import Reward, TraceStep, executor_reward
 
 
 def resolve_model_dir(value: str, cache_dir: Path, settings: GRPOSettings) -> Path:
@@ -64,12 +64,7 @@ def score_episode(stage: str, episode: Episode, tools: dict[str, Tool]) -> Rewar
             tool_schemas={name: tool.parameters for name, tool in tools.items()},
             assistant_texts=episode.assistant_texts,
         )
-    return planner_reward(
-        correct_final=episode.correct_final,
-        correct_first=episode.correct_first,
-        replanned=episode.replanned,
-        format_ok=planner_format_ok(episode.plans_recovered, episode.plan_texts, episode.ground_truth),
-    )
+    return episode.planner_reward()
 
 
 @dataclass

@@ -13,7 +13,6 @@ from backend.eval.datasets import EvalQuestion, load_questions
 from backend.llm.base import ChatModel
 from backend.tools.base import Tool
 from training.episode import EpisodeSettings, Grader, run_episode
-from training.rewards import planner_format_ok, planner_reward
 
 
 @dataclass
@@ -36,10 +35,6 @@ def evaluate_canary(questions: list[EvalQuestion], *, planner_model: ChatModel, 
     for q in questions:
         episode = run_episode(question=q.question, ground_truth=q.answer, planner_model=planner_model,
                               executor_model=executor_model, tools=tools, grader=grader, settings=settings)
-        reward = planner_reward(
-            correct_final=episode.correct_final, correct_first=episode.correct_first, replanned=episode.replanned,
-            format_ok=planner_format_ok(episode.plans_recovered, episode.plan_texts, q.answer),
-        )
-        rewards.append(reward.total)
+        rewards.append(episode.planner_reward().total)
         correct += episode.correct_final
     return CanaryResult(sum(rewards) / len(rewards), correct, len(questions), time.perf_counter() - started)

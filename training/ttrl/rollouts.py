@@ -13,7 +13,7 @@ from backend.planner import format_memories
 from backend.tools.base import Tool
 from training.episode import Episode, EpisodeSettings, run_episode
 from training.policy import PolicyChatModel, TurnSample
-from training.rewards import Reward, planner_format_ok, planner_reward
+from training.rewards import Reward
 from training.ttrl.signals import Signal
 
 
@@ -42,11 +42,7 @@ class SignalOutcome:
 
 
 def score(episode: Episode, signal: Signal) -> Reward:
-    gold = signal.answer if signal.kind == "ground_truth" else ""
-    return planner_reward(
-        correct_final=episode.correct_final, correct_first=episode.correct_first, replanned=episode.replanned,
-        format_ok=planner_format_ok(episode.plans_recovered, episode.plan_texts, gold),
-    )
+    return episode.planner_reward(signal.answer if signal.kind == "ground_truth" else "")
 
 
 def run_rollouts(signal: Signal, *, policy: PolicyChatModel, executor_model: ChatModel, tools: Mapping[str, Tool],

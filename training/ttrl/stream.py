@@ -14,14 +14,20 @@ from training.ttrl.signals import Signal
 from training.ttrl.versions import Version
 
 
-def stream_questions(learner: TestTimeLearner, questions: list[EvalQuestion], *, namespace: str,
-                     progress: bool = True) -> int:
-    """Submit each question as a ground-truth signal and learn until all are processed; returns how many were new."""
+def submit_new(learner: TestTimeLearner, questions: list[EvalQuestion], *, namespace: str) -> int:
+    """Submit each question not yet learned from (nor pending) as a ground-truth signal; returns how many."""
     done = {row.get("source") for row in learner.read_log("signals.jsonl")}
     done |= {s.source for s in learner.pending}
     new = [q for q in questions if f"stream:{q.id}" not in done]
     for q in new:
         learner.submit(Signal(q.question, "ground_truth", namespace, q.answer, f"stream:{q.id}"))
+    return len(new)
+
+
+def stream_questions(learner: TestTimeLearner, questions: list[EvalQuestion], *, namespace: str,
+                     progress: bool = True) -> int:
+    """Submit the new questions and learn until all pending signals are processed; returns how many were new."""
+    new = submit_new(learner, questions, namespace=namespace)
     bar = tqdm(total=learner.status().pending, desc="test-time learning", unit="question", disable=not progress)
     while True:
         outcome = learner.work_once()
@@ -34,7 +40,7 @@ def stream_questions(learner: TestTimeLearner, questions: list[EvalQuestion], *,
         else:
             break
     bar.close()
-    return len(new)
+    return new
 
 
 def versions_table(versions: list[Version], current: int) -> str:
