@@ -38,7 +38,7 @@ from training.ttrl.budget import RolloutBudget
 from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, signal_from_feedback
-from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, _write_atomically
+from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_json_atomically
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class TestTimeLearner:
         return json.loads(self._state_path.read_text(encoding="utf-8")) if self._state_path.exists() else {}
 
     def _save_state(self) -> None:
-        _write_atomically(self._state_path, {
+        write_json_atomically(self._state_path, {
             "paused": self.paused, "feedback_cursor": self.feedback_cursor,
             "pending": [s.to_dict() for s in self.pending], "budget": self.budget.spent_times(),
         })

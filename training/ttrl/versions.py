@@ -49,7 +49,7 @@ class Version:
         return Path(self.adapter_dir) if self.adapter_dir else None
 
 
-def _write_atomically(path: Path, payload: dict) -> None:
+def write_json_atomically(path: Path, payload: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w", encoding="utf-8") as fp:
         json.dump(payload, fp, indent=1)
@@ -99,7 +99,7 @@ class VersionStore:
     def record(self, version: Version) -> Version:
         path = self._meta_path(version.number)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomically(path, asdict(version))
+        write_json_atomically(path, asdict(version))
         return version
 
     def make_current(self, number: int) -> Version:
@@ -108,5 +108,5 @@ class VersionStore:
         if version.status != PROMOTED:
             raise VersionError(f"Version {number} was {version.status} by the canary; roll back to a promoted version.")
         with self._lock:
-            _write_atomically(self.root / "current.json", {"version": number, "at": time.time()})
+            write_json_atomically(self.root / "current.json", {"version": number, "at": time.time()})
         return version
