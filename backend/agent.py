@@ -32,7 +32,7 @@ from backend.judge import Judge
 from backend.llm.base import ChatModel, LLMError
 from backend.manager import Manager, memory_to_dict
 from backend.metering import MeteredModel, RunMeter
-from backend.planner import Planner, format_memories
+from backend.planner import Planner, format_cases, format_memories
 from backend.runlog import RunLog
 from backend.tools.base import Tool, tool_names_line
 from memory_db import MemoryStore
@@ -40,7 +40,9 @@ from memory_db import MemoryStore
 log = logging.getLogger(__name__)
 
 
-METHODS = ("mia", "none", "plan", "rag", "trace")
+METHODS = ("mia", "none", "plan", "rag", "trace", "memento")
+MEMORY_METHODS = ("mia", "rag", "trace", "memento")
+PLANNING_METHODS = ("mia", "plan", "memento")
 
 
 @dataclass
@@ -48,7 +50,8 @@ class RunRequest:
     """One question. `method` selects the full loop or one of the evaluation baselines:
     mia = Manager + Planner + Executor with reflection; none = the Executor alone;
     plan = Planner + Executor, no memory; rag = raw past trajectories in the Executor's prompt;
-    trace = compressed workflow summaries in the Executor's prompt."""
+    trace = compressed workflow summaries in the Executor's prompt; memento = past cases (question,
+    plan, outcome) shown to the Planner, in the style of case-based planning agents, no reflection."""
 
     question: str
     namespace: str = "default"
@@ -143,7 +146,7 @@ class ResearchAgent:
                 ground_truth=request.ground_truth,
             )
             method = request.method
-            uses_memory = method in ("mia", "rag", "trace")
+            uses_memory = method in MEMORY_METHODS
             successful: list[dict] = []
             failed: list[dict] = []
             if uses_memory:
@@ -153,15 +156,19 @@ class ResearchAgent:
                 yield MemoriesRetrieved(run_id, successful=successful, failed=failed)
 
             steps_done: list[str] = []
-            if method in ("mia", "plan"):
+            if method in PLANNING_METHODS:
                 tools_text = tool_names_line(t for n, t in self.tools.items() if n != "image_search" or image)
                 k = cfg.agent.memory_k
                 sparse = len(successful) < k or len(failed) < k
                 first_planner = planner
-                if sparse and cfg.agent.sparse_memory_planner == "manager":
+                if method != "memento" and sparse and cfg.agent.sparse_memory_planner == "manager":
                     # As in the reference: until memory can show k of each, the Manager's model plans.
                     first_planner = Planner(models["manager"], max_new_tokens=planner.max_new_tokens)
-                blueprint = first_planner.plan(question, format_memories(successful, failed), tools_text, caption)
+                if method == "memento":
+                    memories_text = format_cases(successful + failed)
+                else:
+                    memories_text = format_memories(successful, failed)
+                blueprint = first_planner.plan(question, memories_text, tools_text, caption)
                 yield PlanReady(
                     run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
                     planner_model=f"{first_planner.model.role}: {first_planner.model.name}",
@@ -229,6 +236,7 @@ class ResearchAgent:
                 answer=answer,
                 verdict=verdict.label,
                 namespace=request.namespace,
+                compress=method != "memento",
                 provenance={
                     "run_id": run_id,
                     "models": {role: m.name for role, m in self.models.items()},

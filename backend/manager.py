@@ -27,7 +27,7 @@ SUMMARY_INSTRUCTION = (
 @dataclass
 class Consolidation:
     memory: Memory
-    summary_source: str  # "model" | "structural"
+    summary_source: str  # "model" | "structural" | "case"
 
 
 def memory_to_dict(scored) -> dict:
@@ -50,6 +50,12 @@ def structural_summary(question: str, plan_steps: list[str], trace_text: str, an
     """A summary built from the trace itself, used when the model writes none."""
     plan = "; ".join(plan_steps[:5])
     return f"Plan: {plan}. Research: {trace_text.replace(chr(10), ' ')} Answer given: {answer or '(none)'} ({verdict})."
+
+
+def case_summary(plan_steps: list[str], answer: str, verdict: str) -> str:
+    """A case as the memento baseline keeps it: the plan and its outcome, with no model-written summary."""
+    plan = "; ".join(plan_steps[:5]) or "(no plan)"
+    return f"Plan: {plan}. Answer given: {answer or '(none)'} ({verdict})."
 
 
 def cap_words(text: str, max_words: int) -> str:
@@ -110,8 +116,14 @@ class Manager:
         namespace: str,
         provenance: dict,
         keep_contrast: bool = False,
+        compress: bool = True,
     ) -> Consolidation:
-        summary, source = self.summarise(question, plan_steps, trace_text, answer, verdict)
+        """Store the trajectory as a memory. compress=False keeps it as a plain case (plan + outcome)
+        instead of a model-written workflow summary."""
+        if compress:
+            summary, source = self.summarise(question, plan_steps, trace_text, answer, verdict)
+        else:
+            summary, source = cap_words(case_summary(plan_steps, answer, verdict), self.summary_max_words), "case"
         question_type = self.classify(question)
         memory = self.store.add(
             NewMemory(

@@ -96,6 +96,19 @@ def format_memories(successful: list[dict], failed: list[dict], max_chars: int =
     return block("Successful strategies", successful) + "\n" + block("Failure lessons", failed)
 
 
+def format_cases(cases: list[dict], max_chars: int = 300) -> str:
+    """Past cases as the memento baseline shows them to the Planner: each earlier question with the
+    plan that was followed and whether its answer was right (plans, not workflow summaries)."""
+    if not cases:
+        return "Past cases: none found."
+    lines = ["Past cases (question, plan followed, outcome):"]
+    for i, case in enumerate(cases, 1):
+        outcome = "right answer" if case.get("correct") else "wrong answer"
+        plan = " ".join((case.get("plan") or "").split())[:max_chars]
+        lines.append(f"{i}. Q: {case.get('question', '')} Plan: {plan or '(none)'} Outcome: {outcome}")
+    return "\n".join(lines)
+
+
 class Planner:
     def __init__(self, model: ChatModel, *, max_new_tokens: int = 160) -> None:
         self.model = model

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backend.agent import METHODS
-from backend.config import Config
+from backend.config import REPO_ROOT, Config
 from backend.eval.datasets import load_questions
 
 MANIFEST_FILE = "eval.json"
@@ -87,14 +87,40 @@ def role_identity(config: Config) -> dict[str, str]:
     return identity
 
 
+def portable_path(path: Path | str) -> str:
+    """A questions file inside the repository is recorded relative to it, so that a result folder
+    committed with the project can be resumed from any checkout; other files keep their full path."""
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return str(resolved)
+
+
+def _recorded_path(value: str | None) -> str | None:
+    """A path as an older eval.json may hold it (absolute, perhaps in another checkout), made
+    comparable with portable_path: an absolute path whose tail lies in this repository counts as it."""
+    if not value:
+        return value
+    path = Path(value)
+    if not path.is_absolute():
+        return path.as_posix()
+    parts = path.parts
+    for start in range(1, len(parts)):
+        candidate = Path(*parts[start:])
+        if (REPO_ROOT / candidate).is_file():
+            return candidate.as_posix()
+    return value
+
+
 def manifest_for(spec: EvalSpec, config: Config) -> dict:
     return {
         "label": spec.display_label,
         "method": spec.method,
         "namespace": spec.namespace,
-        "data": str(spec.data.resolve()),
+        "data": portable_path(spec.data),
         "limit": spec.limit,
-        "warm_from": str(spec.warm_from.resolve()) if spec.warm_from else None,
+        "warm_from": portable_path(spec.warm_from) if spec.warm_from else None,
         "warm_limit": spec.warm_limit,
         "seed": spec.seed,
         "models": role_identity(config),
@@ -116,6 +142,8 @@ def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
             previous = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise EvalError(f"{path} is damaged ({exc.msg}); use a new --out folder.") from None
+        for key in ("data", "warm_from"):
+            previous[key] = _recorded_path(previous.get(key))
         differences = [
             key for key in manifest if key not in _MAY_CHANGE and previous.get(key) != manifest[key]
         ]

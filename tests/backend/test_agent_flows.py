@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+from collections import deque
 from dataclasses import replace
 
 import pytest
@@ -243,4 +244,30 @@ def test_image_search_is_not_offered_without_an_image(tmp_path, shared_tools, em
     list(agent.run(RunRequest(QUESTION)))
     system_prompt = models["executor"].prompts[0][0]["content"]
     assert "search" in system_prompt and "image_search" not in system_prompt
+    agent.store.close()
+
+
+def test_memento_shows_past_plans_to_the_planner_and_keeps_cases(tmp_path, shared_tools, embedder, roles):
+    models = roles(
+        executor=[call("search", query_list=["Tinted Windows album"]), answer("Seattle"),
+                  call("search", query_list=["Tinted Windows band"]), answer("Tulsa")],
+        planner=["1. Search for the album\n2. Search for the band", "1. Search for the band's first show"],
+        manager=[],  # a case needs no model-written summary
+    )
+    agent = make(tmp_path, shared_tools, embedder, models)
+    first = list(agent.run(RunRequest(QUESTION, ground_truth="Tulsa", method="memento")))
+    assert not any(isinstance(e, ReflectionDecided) for e in first)
+    stored = next(e for e in first if isinstance(e, MemoryStored))
+    assert stored.summary_source == "case" and stored.correct is False
+    assert stored.summary == "Plan: Search for the album; Search for the band. Answer given: Seattle (incorrect)."
+    assert models["manager"].outputs == deque() and not any(
+        m["role"] == "system" and "memos" in m["content"] for p in models["manager"].prompts for m in p
+    )
+
+    second = list(agent.run(RunRequest(QUESTION + " (again)", ground_truth="Tulsa", method="memento")))
+    planner_prompt = models["planner"].prompts[-1][-1]["content"]
+    assert "Past cases (question, plan followed, outcome):" in planner_prompt
+    assert "Plan: 1. Search for the album 2. Search for the band Outcome: wrong answer" in planner_prompt
+    assert next(e for e in second if isinstance(e, AnswerReady)).text == "Tulsa"
+    assert next(e for e in second if isinstance(e, MemoryStored)).correct is True
     agent.store.close()

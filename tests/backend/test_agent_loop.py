@@ -117,13 +117,13 @@ def test_turn_cap_forces_an_answer_with_the_reason(tiny_agent):
     assert MemoryStored not in kinds(events)
 
 
-@pytest.mark.parametrize("method", ["plan", "rag", "trace"])
+@pytest.mark.parametrize("method", ["plan", "rag", "trace", "memento"])
 def test_baseline_methods_run_their_parts(tiny_agent, method):
     events = list(tiny_agent.run(RunRequest(QUESTION, method=method, ground_truth=GOLD)))
     types = kinds(events)
     assert types[-1] is RunFinished
-    assert (PlanReady in types) is (method == "plan")
-    assert (MemoriesRetrieved in types) is (method in ("rag", "trace"))
+    assert (PlanReady in types) is (method in ("plan", "memento"))
+    assert (MemoriesRetrieved in types) is (method in ("rag", "trace", "memento"))
     assert ReflectionDecided not in types
 
 

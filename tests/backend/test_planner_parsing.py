@@ -34,3 +34,17 @@ def test_steps_that_state_facts_are_dropped_visibly():
     blueprint = Planner._blueprint("1. Paris is the answer.", None, ["Paris is the answer."], fallback="Search X")
     assert blueprint.steps == ["Search X"]
     assert "stated facts" in blueprint.recovered and "single search step" in blueprint.recovered
+
+
+def test_cases_block_shows_plans_and_outcomes():
+    from backend.planner import format_cases
+
+    assert format_cases([]) == "Past cases: none found."
+    text = format_cases([
+        {"question": "Q1", "plan": "1. Search A\n2. Search B", "correct": True},
+        {"question": "Q2", "plan": "", "correct": False},
+    ])
+    assert text.splitlines()[1:] == [
+        "1. Q: Q1 Plan: 1. Search A 2. Search B Outcome: right answer",
+        "2. Q: Q2 Plan: (none) Outcome: wrong answer",
+    ]

@@ -3,6 +3,7 @@ memories an unfinished question left behind are removed first."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from backend.eval.results import ResultsFile
 from backend.eval.spec import ROWS_FILE, EvalError, EvalSpec, check_or_write_manifest
 
-from .conftest import DEV, SMOKE_QUESTIONS
+from .conftest import DEV, SMOKE_QUESTIONS, TRAIN
 
 
 def copy_folder(source, target):
@@ -52,6 +53,23 @@ def test_a_folder_refuses_a_different_evaluation(smoke_results, eval_config):
         check_or_write_manifest(EvalSpec(data=DEV, method="plan", out_dir=out_dir), eval_config)
     with pytest.raises(EvalError, match="seed: was 0, now 5"):
         check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir, seed=5), eval_config)
+
+
+def test_a_committed_result_folder_resumes_from_another_checkout(smoke_results, eval_config, tmp_path):
+    """eval.json records a questions file of the repository relative to it; an older record with the
+    absolute path of another checkout still counts as the same file; another file is still refused."""
+    out_dir = copy_folder(smoke_results["none"][0], tmp_path / "none")
+    manifest_path = out_dir / "eval.json"
+    assert json.loads(manifest_path.read_text())["data"] == "data/hotpotqa/dev.jsonl"
+
+    old = json.loads(manifest_path.read_text())
+    old["data"] = "/some/other/checkout/data/hotpotqa/dev.jsonl"
+    manifest_path.write_text(json.dumps(old), encoding="utf-8")
+    check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)
+    assert json.loads(manifest_path.read_text())["data"] == "data/hotpotqa/dev.jsonl"
+
+    with pytest.raises(EvalError, match="data: was 'data/hotpotqa/dev.jsonl', now 'data/hotpotqa/train.jsonl'"):
+        check_or_write_manifest(EvalSpec(data=TRAIN, method="none", out_dir=out_dir), eval_config)
 
 
 def test_bad_options_are_refused_with_a_sentence(tmp_path):

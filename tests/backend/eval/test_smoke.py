@@ -14,7 +14,7 @@ from memory_db import MemoryStore
 
 from .conftest import DEV, SMOKE_QUESTIONS
 
-MEMORY_METHODS = ("mia", "rag", "trace")
+MEMORY_METHODS = ("mia", "rag", "trace", "memento")
 
 
 @pytest.mark.parametrize("method", METHODS)
