@@ -48,25 +48,14 @@ MemoryLookup = Callable[[str], str]
 
 
 def load_hotpotqa(path: Path, limit: int | None = None) -> list[QuestionItem]:
-    path = Path(path)
-    if not path.is_file():
-        raise DatasetError(f"{path} does not exist; point `questions_file` at a HotpotQA-style JSONL file.")
-    items: list[QuestionItem] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{number} is not JSON ({exc.msg}); fix or remove that line.") from None
-        if not isinstance(row, dict) or not row.get("question") or not row.get("answer"):
-            raise DatasetError(f"{path}:{number} needs a non-empty \"question\" and \"answer\".")
-        items.append(QuestionItem(str(row["question"]), str(row["answer"]), f"hotpotqa:{row.get('id', number)}"))
-        if limit is not None and len(items) >= limit:
-            break
-    if not items:
-        raise DatasetError(f"{path} holds no questions.")
-    return items
+    """Training questions from a question file, read as the evaluation harness reads it."""
+    from backend.eval import datasets as question_files
+
+    try:
+        questions = question_files.load_questions(path, limit=limit)
+    except question_files.DatasetError as exc:
+        raise DatasetError(f"{exc} Point `questions_file` (or --hotpotqa) at a HotpotQA-style JSONL file.") from None
+    return [QuestionItem(q.question, q.answer, f"hotpotqa:{q.id}") for q in questions]
 
 
 def store_memory_lookup(store, namespace: str, k: int = 2) -> MemoryLookup:

@@ -33,10 +33,10 @@ def test_hotpotqa_questions_and_bad_files(tmp_path):
     assert len(items) == 3
     assert (items[0].question, items[0].ground_truth, items[0].source) == (first["question"], first["answer"], f"hotpotqa:{first['id']}")
     broken = tmp_path / "broken.jsonl"
-    broken.write_text('{"question": "q", "answer": "a"}\nnot json\n', encoding="utf-8")
-    with pytest.raises(DatasetError, match="broken.jsonl:2 is not JSON"):
+    broken.write_text('{"id": "1", "question": "q", "answer": "a"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(DatasetError, match="broken.jsonl, line 2: not valid JSON.*Point `questions_file`"):
         load_hotpotqa(broken)
-    with pytest.raises(DatasetError, match="does not exist"):
+    with pytest.raises(DatasetError, match="no such question file"):
         load_hotpotqa(tmp_path / "missing.jsonl")
 
 
