@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from backend.eval.report import METRICS_HEADER, file_digest, metrics_table_row, summarize, rows_in_scope
@@ -36,7 +37,7 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None)
     lines += [metrics_table_row(m["label"], s) for _, m, s in entries]
     lines += ["", "Sources (each row of the table is computed from its folder's rows file):", ""]
     lines += [
-        f"- {m['label']}: `{folder / ROWS_FILE}` (sha256 `{file_digest(folder / ROWS_FILE)[:16]}`), method "
+        f"- {m['label']}: [`{_relative(folder / ROWS_FILE, out_dir)}`]({_relative(folder / ROWS_FILE, out_dir)}) (sha256 `{file_digest(folder / ROWS_FILE)[:16]}`), method "
         f"`{m['method']}`, data `{Path(m['data']).name}`, warm-up {_warm_up_text(m)}"
         for folder, m, _ in entries
     ]
@@ -48,6 +49,11 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None)
     path = out_dir / COMPARE_MD
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def _relative(path: Path, start: Path) -> str:
+    """A rows file as the report links it: relative to the report, so the link survives a move."""
+    return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
 
 
 def _warm_up_text(manifest: dict) -> str:

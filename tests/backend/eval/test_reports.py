@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 from backend.eval.__main__ import main
 from backend.eval.compare import COMPARE_MD, CURVE_PNG, compare
@@ -39,7 +40,8 @@ def test_compare_two_folders_writes_a_table_and_a_plot(smoke_results, tmp_path):
         rows = ResultsFile(folder / ROWS_FILE).read()
         accuracy = 100 * sum(r.correct for r in rows) / len(rows)
         assert f"| {label} | 3 | {accuracy:.1f}% |" in text
-        assert str(folder / ROWS_FILE) in text
+        link = os.path.relpath(folder / ROWS_FILE, tmp_path / "cmp")
+        assert f"[`{link}`]({link})" in text and (tmp_path / "cmp" / link).is_file()
     assert f"![accuracy over the stream]({CURVE_PNG})" in text
     assert (tmp_path / "cmp" / CURVE_PNG).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
