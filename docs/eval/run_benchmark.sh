@@ -43,6 +43,6 @@ for n in $ROUNDS; do
   for name in none-cold rag-cold mia-cold rag-warm mia-warm memento-cold memento-warm; do
     [ -f "$OUT/$name/eval.json" ] && folders+=("$OUT/$name")
   done
-  .venv/bin/python -m backend.eval --compare "${folders[@]}" --limit "$n" --out "$OUT/report" >> "$OUT/progress.log" 2>&1
+  .venv/bin/python -m backend.eval --compare "${folders[@]}" --limit "$n" --out "$OUT" >> "$OUT/progress.log" 2>&1
   echo "$(date -u +%FT%TZ) round $n done" >> "$OUT/progress.log"
 done
