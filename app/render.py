@@ -29,6 +29,11 @@ from backend.events import (
 )
 
 
+def summary_origin(source: str) -> str:
+    """How a stored memory's text was made, in words: by the model, from the trace, or kept as a case."""
+    return "kept as a case: plan and outcome" if source == "case" else f"summary by {source}"
+
+
 def esc(text: object) -> str:
     """Escape for the browser: HTML entities, and markdown's link/image/emphasis triggers."""
     escaped = str(text if text is not None else "")
@@ -107,7 +112,7 @@ def event_to_text(event: Event) -> str:
         return f"Verdict: {event.label} by {event.method}{gt}"
     if isinstance(event, MemoryStored):
         label = "correct" if event.correct else "incorrect"
-        return f"Memory stored [{event.memory_id[:8]}] ({label}, {event.question_type}, summary by {event.summary_source}): {event.summary}"
+        return f"Memory stored [{event.memory_id[:8]}] ({label}, {event.question_type}, {summary_origin(event.summary_source)}): {event.summary}"
     if isinstance(event, RunFinished):
         return f"Done: {_stats_text(event.stats)}"
     if isinstance(event, RunFailed):
@@ -226,7 +231,7 @@ class ChatTranscript:
             label = "correct" if event.correct else "incorrect"
             m.append(
                 _message(
-                    f"{esc(event.summary)}\n\n(type: {esc(event.question_type)}, summary by {esc(event.summary_source)})",
+                    f"{esc(event.summary)}\n\n(type: {esc(event.question_type)}, {esc(summary_origin(event.summary_source))})",
                     f"💾 Memory stored `{esc(event.memory_id[:8])}` ({label})",
                     "done",
                 )

@@ -132,7 +132,7 @@ class MemoryStored(Event):
     summary: str
     correct: bool
     question_type: str
-    summary_source: str  # "model" | "structural" (the model gave no usable summary)
+    summary_source: str  # "model" | "structural" (the model gave no usable summary) | "case" (memento: plan + outcome)
 
 
 @dataclass

@@ -2,6 +2,7 @@ from app.render import ChatTranscript, esc, event_to_text, safe_url
 from backend.events import (
     AnswerReady,
     MemoriesRetrieved,
+    MemoryStored,
     PlanReady,
     RunFailed,
     RunStarted,
@@ -70,6 +71,18 @@ def test_terminal_text_for_each_kind():
     assert event_to_text(AnswerReady("r", text="", forced=True, reason="turn limit (8) reached")).startswith(
         "Answer (forced: turn limit (8) reached): (no answer)"
     )
+
+
+def test_a_stored_memory_says_how_its_text_was_made():
+    def stored(source):
+        return MemoryStored("r", memory_id="0123456789ab", summary="Plan: Search X. Answer given: Y (incorrect).",
+                            correct=False, question_type="human", summary_source=source)
+
+    assert event_to_text(stored("model")).startswith("Memory stored [01234567] (incorrect, human, summary by model): ")
+    assert "(incorrect, human, kept as a case: plan and outcome): Plan: Search X." in event_to_text(stored("case"))
+    t = ChatTranscript()
+    t.add(stored("case"))
+    assert "kept as a case: plan and outcome" in t.messages[-1]["content"]
 
 
 def test_retrieved_memories_link_to_the_memory_view():
