@@ -6,9 +6,10 @@ around each call makes concurrent callers queue instead of interleaving on the s
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import torch
@@ -90,13 +91,8 @@ class EmbeddedChatModel:
         logprobs: int | None = None,
     ) -> Completion:
         """Complete the assistant turn; `logprobs=k` also records each token's top-k alternatives."""
-        final = None
-        for item in self.stream(messages, max_new_tokens=max_new_tokens, stop=stop, prefill=prefill,
-                                temperature=temperature, logprobs=logprobs):
-            if isinstance(item, Completion):
-                final = item
-        assert final is not None
-        return final
+        prompt_ids, budget, stops = self._prepare(messages, max_new_tokens, stop, prefill, temperature)
+        return self._decode_locked(prompt_ids, budget, stops, temperature, logprobs, _ignore, threading.Event())
 
     def stream(
         self,
@@ -108,6 +104,13 @@ class EmbeddedChatModel:
         temperature: float = 0.0,
         logprobs: int | None = None,
     ) -> Iterator[str | Completion]:
+        prompt_ids, budget, stops = self._prepare(messages, max_new_tokens, stop, prefill, temperature)
+        return self._stream(prompt_ids, budget, stops, temperature, logprobs)
+
+    def _prepare(
+        self, messages: list[dict], max_new_tokens: int, stop: Sequence[str], prefill: str, temperature: float
+    ) -> tuple[list[int], int, list[str]]:
+        """The prompt's token ids, the token budget left in the context, the stop strings; or a clear error."""
         if max_new_tokens < 1:
             raise LLMError(f"max_new_tokens must be at least 1; got {max_new_tokens}.")
         if temperature < 0:
@@ -120,7 +123,7 @@ class EmbeddedChatModel:
                 f"The prompt has {len(prompt_ids)} tokens, which fills the model's context of "
                 f"{self.context_length}; shorten the conversation or the retrieved text."
             )
-        return self._stream(prompt_ids, budget, stops, temperature, logprobs)
+        return prompt_ids, budget, stops
 
     def choose(self, messages: list[dict], options: Sequence[str], *, prefill: str = "") -> Choice:
         options = check_options(options)
@@ -251,6 +254,44 @@ class EmbeddedChatModel:
     def _stream(
         self, prompt_ids: list[int], budget: int, stops: list[str], temperature: float, top_k: int | None
     ) -> Iterator[str | Completion]:
+        """Text pieces as they are decoded, then the Completion.
+
+        The model is shared by every user and role, so decoding holds its lock; a generator must
+        never hold it across a yield: a consumer may stop iterating (a closed browser tab), or resume
+        on another thread (the web server moves a stream between worker threads), and the lock would
+        stay taken for everyone. So a producer thread decodes under the lock and hands pieces over a
+        queue; when the consumer stops, the producer is told to stop after the current token."""
+        pieces: queue.Queue = queue.Queue()
+        cancelled = threading.Event()
+
+        def produce() -> None:
+            try:
+                pieces.put(self._decode_locked(prompt_ids, budget, stops, temperature, top_k, pieces.put, cancelled))
+            except BaseException as exc:  # handed to the consumer, raised there
+                pieces.put(_ProducerFailed(exc))
+
+        threading.Thread(target=produce, name="embedded-decode", daemon=True).start()
+        try:
+            while True:
+                item = pieces.get()
+                if isinstance(item, _ProducerFailed):
+                    raise item.error
+                yield item
+                if isinstance(item, Completion):
+                    return
+        finally:
+            cancelled.set()
+
+    def _decode_locked(
+        self,
+        prompt_ids: list[int],
+        budget: int,
+        stops: list[str],
+        temperature: float,
+        top_k: int | None,
+        emit: Callable[[str], None],
+        cancelled: threading.Event,
+    ) -> Completion:
         started = time.perf_counter()
         ids: list[int] = []
         details: list[TokenLogprob] = []
@@ -269,15 +310,18 @@ class EmbeddedChatModel:
                 if cut is not None:
                     text, finish = text[:cut], "stop"
                     break
+                if cancelled.is_set():
+                    finish = "cancelled"
+                    break
                 if text.endswith("\ufffd"):
                     continue  # a multi-byte character is still incomplete: show it once whole
                 visible = safe_prefix_length(text, stops)
                 if visible > shown:
-                    yield text[shown:visible]
+                    emit(text[shown:visible])
                     shown = visible
         if len(text) > shown:
-            yield text[shown:]
-        yield Completion(
+            emit(text[shown:])
+        return Completion(
             text=text,
             prompt_tokens=len(prompt_ids),
             completion_tokens=produced,
@@ -285,6 +329,15 @@ class EmbeddedChatModel:
             finish_reason=finish,
             logprobs=details if top_k is not None else None,
         )
+
+
+def _ignore(_: str) -> None:
+    """Text pieces of a non-streamed completion go nowhere."""
+
+
+class _ProducerFailed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
 
 
 def merge_adapter(model, adapter_dir: Path):

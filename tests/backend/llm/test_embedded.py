@@ -141,6 +141,35 @@ def test_two_threads_at_once_get_the_same_answers_as_one_at_a_time(tiny_chat_mod
     assert results["choose"] == pytest.approx(expected_choice)
 
 
+def _in_thread(job, timeout: float = 60):
+    """Run `job` on a new thread; its result, or the failure that a hung lock would be."""
+    result: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: result.setdefault("value", job()), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "the model stayed locked"
+    return result["value"]
+
+
+def test_an_abandoned_stream_does_not_keep_the_model_locked(tiny_chat_model):
+    expected = tiny_chat_model.generate(CHAT, max_new_tokens=12).text
+    stream = tiny_chat_model.stream(CHAT, max_new_tokens=200)
+    assert isinstance(next(stream), str)  # a browser tab closes after the first words: never resumed, never closed
+    assert _in_thread(lambda: tiny_chat_model.generate(CHAT, max_new_tokens=12).text) == expected
+    stream.close()
+    assert _in_thread(lambda: tiny_chat_model.choose(CHAT, ["red", "blue"]).label) in ("red", "blue")
+
+
+def test_a_stream_resumed_on_another_thread_finishes_and_frees_the_model(tiny_chat_model):
+    """The web server may run each step of a streamed answer on a different worker thread."""
+    expected = tiny_chat_model.generate(CHAT, max_new_tokens=16).text
+    stream = tiny_chat_model.stream(CHAT, max_new_tokens=16)
+    first = _in_thread(lambda: next(stream))
+    rest = _in_thread(lambda: list(stream))
+    assert first + "".join(item for item in rest if isinstance(item, str)) == expected == rest[-1].text
+    assert _in_thread(lambda: tiny_chat_model.generate(CHAT, max_new_tokens=16).text) == expected
+
+
 def test_get_embedded_model_loads_one_model_per_folder(tiny_model_dir):
     loaded = []
     threads = [threading.Thread(target=lambda: loaded.append(get_embedded_model(tiny_model_dir))) for _ in range(3)]
