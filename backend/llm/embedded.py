@@ -90,9 +90,15 @@ class EmbeddedChatModel:
         temperature: float = 0.0,
         logprobs: int | None = None,
     ) -> Completion:
-        """Complete the assistant turn; `logprobs=k` also records each token's top-k alternatives."""
-        prompt_ids, budget, stops = self._prepare(messages, max_new_tokens, stop, prefill, temperature)
-        return self._decode_locked(prompt_ids, budget, stops, temperature, logprobs, _ignore, threading.Event())
+        """Complete the assistant turn; `logprobs=k` also records each token's top-k alternatives.
+        Goes through stream(), which subclasses (the training policy) extend."""
+        final = None
+        for item in self.stream(messages, max_new_tokens=max_new_tokens, stop=stop, prefill=prefill,
+                                temperature=temperature, logprobs=logprobs):
+            if isinstance(item, Completion):
+                final = item
+        assert final is not None
+        return final
 
     def stream(
         self,
@@ -329,10 +335,6 @@ class EmbeddedChatModel:
             finish_reason=finish,
             logprobs=details if top_k is not None else None,
         )
-
-
-def _ignore(_: str) -> None:
-    """Text pieces of a non-streamed completion go nowhere."""
 
 
 class _ProducerFailed:
