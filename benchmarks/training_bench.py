@@ -56,28 +56,19 @@ EVAL_SEED = 123
 
 
 def _evaluate(trainer, rollouts: int, label: str) -> dict:
-    """Mean reward and mean reward parts of sampled rollouts on the trainer's own (training) questions.
-
-    The same sampling as training and `StageTrainer.evaluate`, with the parts kept as well.
-    """
+    """Mean reward and mean reward parts of `StageTrainer.evaluate` on the trainer's own (training)
+    questions, from a fixed seed so before and after sample alike."""
     import random
 
     import torch
 
-    from training.trainer import score_episode
+    def show(i: int, j: int, reward, seconds: float) -> None:
+        print(f"[eval {label}] question {i}/{len(trainer.records)} rollout {j}/{rollouts}: "
+              f"reward {reward.total:.3f} {reward.parts} ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
     random.seed(EVAL_SEED)
     torch.manual_seed(EVAL_SEED)
-    rewards = []
-    for i, record in enumerate(trainer.records, 1):
-        for j in range(1, rollouts + 1):
-            started = time.perf_counter()
-            episode, _ = trainer.episode(record, record_turns=True)
-            reward = score_episode(trainer.stage, episode, trainer.tools)
-            rewards.append(reward)
-            print(f"[eval {label}] question {i}/{len(trainer.records)} rollout {j}/{rollouts}: "
-                  f"reward {reward.total:.3f} {reward.parts} ({time.perf_counter() - started:.0f} s)",
-                  file=sys.stderr, flush=True)
+    rewards = trainer.evaluate(trainer.records, rollouts, on_rollout=show)
     return {
         "reward": sum(r.total for r in rewards) / len(rewards),
         "parts": {k: sum(r.parts[k] for r in rewards) / len(rewards) for k in rewards[0].parts},

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -144,14 +145,21 @@ class StageTrainer:
             samples = self.policy.end_episode() if record_turns else []
         return episode, samples
 
-    def evaluate(self, records: list[RLRecord], rollouts: int = 1) -> float:
-        """Mean reward of sampled rollouts (the same sampling as training) over `records`."""
+    def evaluate(
+        self, records: list[RLRecord], rollouts: int = 1, *,
+        on_rollout: Callable[[int, int, Reward, float], None] | None = None,
+    ) -> list[Reward]:
+        """Rewards of sampled rollouts (the same sampling as training) over `records`, record by
+        record; `on_rollout(record number, rollout number, reward, seconds)` follows each one."""
         rewards = []
-        for record in records:
-            for _ in range(rollouts):
+        for i, record in enumerate(records, 1):
+            for j in range(1, rollouts + 1):
+                started = time.perf_counter()
                 episode, _ = self.episode(record, record_turns=True)
-                rewards.append(score_episode(self.stage, episode, self.tools).total)
-        return sum(rewards) / len(rewards)
+                rewards.append(score_episode(self.stage, episode, self.tools))
+                if on_rollout is not None:
+                    on_rollout(i, j, rewards[-1], time.perf_counter() - started)
+        return rewards
 
     def train(self, *, log_path: Path | None = None) -> list[StepLog]:
         s = self.settings

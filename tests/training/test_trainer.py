@@ -37,6 +37,10 @@ def test_one_grpo_step_then_a_checkpoint_the_app_loads(stage, tmp_path, wiki_too
     assert samples and all(s.completion_ids for s in samples)  # the policy's own decisions were recorded
     reward = score_episode(stage, episode, wiki_tools)
     assert set(reward.parts) == ({"acc", "tool", "format"} if stage == "executor" else {"acc_final", "acc_first", "format", "decision"})
+    seen = []
+    rewards = trainer.evaluate(trainer.records, rollouts=2, on_rollout=lambda i, j, r, s: seen.append((i, j, r)))
+    assert [(i, j) for i, j, _ in seen] == [(i, j) for i in (1, 2) for j in (1, 2)]
+    assert [r for _, _, r in seen] == rewards and all(set(r.parts) == set(reward.parts) for r in rewards)
     checkpoint = trainer.save(tmp_path / "ckpt")
     model = EmbeddedChatModel(checkpoint)
     assert model.generate([{"role": "user", "content": "hi"}], max_new_tokens=3).completion_tokens >= 1
