@@ -36,11 +36,7 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None)
     lines = [f"# Comparison{cut}", "", METRICS_HEADER]
     lines += [metrics_table_row(m["label"], s) for _, m, s in entries]
     lines += ["", "Sources (each row of the table is computed from its folder's rows file):", ""]
-    lines += [
-        f"- {m['label']}: [`{_relative(folder / ROWS_FILE, out_dir)}`]({_relative(folder / ROWS_FILE, out_dir)}) (sha256 `{file_digest(folder / ROWS_FILE)[:16]}`), method "
-        f"`{m['method']}`, data `{Path(m['data']).name}`, warm-up {_warm_up_text(m)}"
-        for folder, m, _ in entries
-    ]
+    lines += [_source_line(folder, m, out_dir) for folder, m, _ in entries]
     lines += [""]
     if plotted:
         lines += [f"![accuracy over the stream]({CURVE_PNG})", ""]
@@ -51,9 +47,15 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None)
     return path
 
 
-def _relative(path: Path, start: Path) -> str:
-    """A rows file as the report links it: relative to the report, so the link survives a move."""
-    return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
+def _source_line(folder: Path, manifest: dict, out_dir: Path) -> str:
+    """Where a table row comes from: its rows file, linked relative to the report so that the link
+    survives a move, with the file's digest."""
+    rows = folder / ROWS_FILE
+    link = Path(os.path.relpath(rows.resolve(), out_dir.resolve())).as_posix()
+    return (
+        f"- {manifest['label']}: [`{link}`]({link}) (sha256 `{file_digest(rows)[:16]}`), method "
+        f"`{manifest['method']}`, data `{Path(manifest['data']).name}`, warm-up {_warm_up_text(manifest)}"
+    )
 
 
 def _warm_up_text(manifest: dict) -> str:

@@ -274,14 +274,14 @@ class EmbeddedChatModel:
             try:
                 pieces.put(self._decode_locked(prompt_ids, budget, stops, temperature, top_k, pieces.put, cancelled))
             except BaseException as exc:  # handed to the consumer, raised there
-                pieces.put(_ProducerFailed(exc))
+                pieces.put(exc)
 
         threading.Thread(target=produce, name="embedded-decode", daemon=True).start()
         try:
             while True:
                 item = pieces.get()
-                if isinstance(item, _ProducerFailed):
-                    raise item.error
+                if isinstance(item, BaseException):
+                    raise item
                 yield item
                 if isinstance(item, Completion):
                     return
@@ -335,11 +335,6 @@ class EmbeddedChatModel:
             finish_reason=finish,
             logprobs=details if top_k is not None else None,
         )
-
-
-class _ProducerFailed:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
 
 
 def merge_adapter(model, adapter_dir: Path):

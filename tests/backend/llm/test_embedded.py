@@ -206,3 +206,17 @@ class _GeneratedOnlyPenalty:
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         generated = input_ids[:, self.prompt_length:]
         return scores if generated.shape[1] == 0 else self.inner(generated, scores)
+
+
+def test_a_decoding_failure_reaches_the_caller_and_frees_the_model(tiny_chat_model, monkeypatch):
+    expected = tiny_chat_model.generate(CHAT, max_new_tokens=8).text
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("decoding failed")
+        yield
+
+    monkeypatch.setattr(tiny_chat_model, "_next_token_ids", fail)
+    with pytest.raises(RuntimeError, match="decoding failed"):
+        tiny_chat_model.generate(CHAT, max_new_tokens=8)
+    monkeypatch.undo()
+    assert _in_thread(lambda: tiny_chat_model.generate(CHAT, max_new_tokens=8).text) == expected
