@@ -91,7 +91,7 @@ def learn(args, out: Path) -> dict:
     probe_log = out / "probes.jsonl"
     rows = [json.loads(line) for line in probe_log.read_text().splitlines() if line] if probe_log.exists() else []
     cursor = len(rows)  # a resumed run asks the next probe questions
-    with (out / "probes.jsonl").open("a", encoding="utf-8") as log:
+    with probe_log.open("a", encoding="utf-8") as log:
         def probe(phase: str) -> None:
             nonlocal cursor
             question = probes[cursor % len(probes)].question
