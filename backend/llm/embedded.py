@@ -2,11 +2,12 @@
 
 One loaded model per folder is shared by every role (`get_embedded_model`); a re-entrant lock
 around each call makes concurrent callers queue instead of interleaving on the same weights.
+This is the small, fast option and the test model; the capable default runs on llama.cpp
+(backend.llm.llamacpp).
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -18,12 +19,13 @@ from backend.llm.base import (
     Choice,
     Completion,
     LLMError,
+    ModelTraits,
     TokenLogprob,
     check_messages,
     check_options,
 )
 from backend.llm.gguf_import import default_gguf_path, prepare_embedded_model, read_manifest
-from backend.llm.stop_strings import find_stop, safe_prefix_length
+from backend.llm.decoding import collect_text, stream_in_thread
 
 __all__ = [
     "EmbeddedChatModel",
@@ -70,6 +72,8 @@ class EmbeddedChatModel:
         adapter_label = f"+{self.adapter_dir.parent.name}" if self.adapter_dir is not None else ""
         self.name = name or f"embedded:{manifest.get('display_name', model_dir.name)}{adapter_label}"
         self.context_length = int(getattr(self.model.config, "max_position_embeddings", 2048))
+        # The transformers path runs SmolLM2-sized models: the loop guides them.
+        self.traits = ModelTraits(small=True, context_tokens=self.context_length, executor_turns=8)
         self._end_ids = self._turn_ending_ids()
         self._lock = threading.RLock()
         # Fast tokenizers raise "Already borrowed" when two threads use one at once.
@@ -260,81 +264,26 @@ class EmbeddedChatModel:
     def _stream(
         self, prompt_ids: list[int], budget: int, stops: list[str], temperature: float, top_k: int | None
     ) -> Iterator[str | Completion]:
-        """Text pieces as they are decoded, then the Completion.
+        """Text pieces as they are decoded, then the Completion (decoded on a thread of its own:
+        backend.llm.decoding says why)."""
 
-        The model is shared by every user and role, so decoding holds its lock; a generator must
-        never hold it across a yield: a consumer may stop iterating (a closed browser tab), or resume
-        on another thread (the web server moves a stream between worker threads), and the lock would
-        stay taken for everyone. So a producer thread decodes under the lock and hands pieces over a
-        queue; when the consumer stops, the producer is told to stop after the current token."""
-        pieces: queue.Queue = queue.Queue()
-        cancelled = threading.Event()
+        def produce(emit: Callable[[str], None], cancelled: threading.Event) -> Completion:
+            started = time.perf_counter()
+            with self._lock:
+                decoded = collect_text(
+                    self._next_token_ids(prompt_ids, budget, temperature, top_k),
+                    decode=self._decode, end_ids=self._end_ids, stops=stops, emit=emit, cancelled=cancelled,
+                )
+            return Completion(
+                text=decoded.text,
+                prompt_tokens=len(prompt_ids),
+                completion_tokens=decoded.produced,
+                seconds=time.perf_counter() - started,
+                finish_reason=decoded.finish_reason,
+                logprobs=decoded.details if top_k is not None else None,
+            )
 
-        def produce() -> None:
-            try:
-                pieces.put(self._decode_locked(prompt_ids, budget, stops, temperature, top_k, pieces.put, cancelled))
-            except BaseException as exc:  # handed to the consumer, raised there
-                pieces.put(exc)
-
-        threading.Thread(target=produce, name="embedded-decode", daemon=True).start()
-        try:
-            while True:
-                item = pieces.get()
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-                if isinstance(item, Completion):
-                    return
-        finally:
-            cancelled.set()
-
-    def _decode_locked(
-        self,
-        prompt_ids: list[int],
-        budget: int,
-        stops: list[str],
-        temperature: float,
-        top_k: int | None,
-        emit: Callable[[str], None],
-        cancelled: threading.Event,
-    ) -> Completion:
-        started = time.perf_counter()
-        ids: list[int] = []
-        details: list[TokenLogprob] = []
-        text, shown, finish, produced = "", 0, "length", 0
-        with self._lock:
-            for token_id, detail in self._next_token_ids(prompt_ids, budget, temperature, top_k):
-                produced += 1
-                if token_id in self._end_ids:
-                    finish = "stop"
-                    break
-                ids.append(token_id)
-                if detail is not None:
-                    details.append(detail)
-                text = self._decode(ids)
-                cut = find_stop(text, stops)
-                if cut is not None:
-                    text, finish = text[:cut], "stop"
-                    break
-                if cancelled.is_set():
-                    finish = "cancelled"
-                    break
-                if text.endswith("\ufffd"):
-                    continue  # a multi-byte character is still incomplete: show it once whole
-                visible = safe_prefix_length(text, stops)
-                if visible > shown:
-                    emit(text[shown:visible])
-                    shown = visible
-        if len(text) > shown:
-            emit(text[shown:])
-        return Completion(
-            text=text,
-            prompt_tokens=len(prompt_ids),
-            completion_tokens=produced,
-            seconds=time.perf_counter() - started,
-            finish_reason=finish,
-            logprobs=details if top_k is not None else None,
-        )
+        return stream_in_thread(produce, "embedded-decode")
 
 
 def merge_adapter(model, adapter_dir: Path):
