@@ -42,10 +42,35 @@ class Choice:
     method: str  # "logprob" | "guided" | "first-token-logprob"
 
 
+@dataclass(frozen=True)
+class ModelTraits:
+    """What the loop needs to know about a model, declared by its backend instead of asked of its name.
+
+    `small`: the model breaks free-form formats, so the loop guides its turns (thought, constrained
+    choice of action, prefilled arguments), gives it tighter limits and the Judge requires word
+    overlap before it may call an answer correct. `max_stop_strings`: how many stop strings one
+    request may carry (vLLM and OpenAI accept 4); None = no limit. `context_tokens`: the prompt
+    window the reader's evidence must fit in. `executor_turns`: the Executor's turns per plan when
+    agent.max_turns is automatic (a CPU model pays seconds a turn; a served one can search longer)."""
+
+    small: bool = False
+    max_stop_strings: int | None = None
+    context_tokens: int = 4096
+    executor_turns: int = 30
+
+
+def fit_stop_strings(stop: Sequence[str], traits: ModelTraits) -> list[str]:
+    """The stop strings a request may carry: the first `max_stop_strings` of them (callers list them
+    most important first); a stop cut off here is applied to the text afterwards by the caller."""
+    stops = [s for s in stop if s]
+    return stops if traits.max_stop_strings is None else stops[: traits.max_stop_strings]
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     name: str  # provenance id, e.g. "embedded:SmolLM2-135M-Instruct", "openai:<model>@<base_url>"
     supports_images: bool
+    traits: ModelTraits
 
     def generate(
         self,
