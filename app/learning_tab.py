@@ -59,6 +59,9 @@ def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
     if ctx.read_only:
         return ("**Test-time learning is off: this is a read-only demo.** The demo never learns: the Planner's "
                 "weights and the memories stay as they are, and feedback is not accepted.")
+    if ctx.learner is None and ctx.runtime.config.ttrl.enabled and ctx.learning_off_reason:
+        return (f"**Test-time learning is not running**: {ctx.learning_off_reason} Feedback you give on answers "
+                "still relabels memories and stays queued below.")
     if ctx.learner is None and ctx.runtime.config.ttrl.enabled:
         return ("**Test-time learning is not running in this app**, although `ttrl.enabled` is true: this app was "
                 "started without its learner (`python -m app serve` starts it). Feedback stays queued below.")

@@ -33,6 +33,7 @@ class AppContext:
     users: UserDirectory | None = None
     read_only: bool = False
     learner: TestTimeLearner | None = None  # test-time learning, when on (never in the read-only demo)
+    learning_off_reason: str = ""  # why learning is not running although ttrl.enabled is true
     queue: FeedbackQueue = field(init=False)
     settings_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 

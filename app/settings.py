@@ -13,10 +13,16 @@ from backend.runtime import Runtime, make_chat_model
 ROLE_COLUMNS = ["role", "backend", "base URL", "model", "max new tokens"]
 
 
+LOCAL_DEFAULTS = {
+    "llamacpp": lambda role: role.model_file or "Qwen2.5-Coder-1.5B-Instruct (llama.cpp)",
+    "embedded": lambda role: role.model_dir or "SmolLM2-135M-Instruct (transformers)",
+}
+
+
 def role_rows(config: Config) -> list[list]:
     rows = []
     for name, role in config.roles.items():
-        model = role.model if not role.is_embedded else (role.model_dir or "SmolLM2-135M-Instruct (embedded)")
+        model = LOCAL_DEFAULTS[role.backend](role) if role.backend in LOCAL_DEFAULTS else role.model
         rows.append([name, role.backend, role.base_url or "-", model, role.max_new_tokens])
     return rows
 
@@ -28,8 +34,8 @@ def proposed_config(config: Config, role: str, backend: str, base_url: str, mode
     if backend not in BACKENDS:
         raise ConfigError(f"roles.{role}.backend: must be one of {', '.join(BACKENDS)}, got {backend!r}.")
     current = config.role(role)
-    if backend == "embedded":
-        new_role = replace(current, backend="embedded", base_url="", model="", api_key="")
+    if backend in LOCAL_DEFAULTS:
+        new_role = replace(current, backend=backend, base_url="", model="", api_key="")
     else:
         new_role = replace(current, backend="openai", base_url=base_url.strip(), model=model.strip(),
                            api_key=api_key.strip() or current.api_key)
@@ -40,12 +46,12 @@ def test_connection(role: RoleConfig, runtime: Runtime, role_name: str) -> str:
     """One tiny request to the role's model: the latency, or the exact error."""
     started = time.perf_counter()
     try:
-        if role.is_embedded:
-            model = runtime.agent.models[role_name] if runtime.config.role(role_name).is_embedded else None
-            if model is None:
-                return "The embedded model is not loaded for this role yet; apply the setting to load it."
-            model.generate([{"role": "user", "content": "ping"}], max_new_tokens=1)
-            return f"Embedded model answered in {(time.perf_counter() - started) * 1000:.0f} ms."
+        if role.backend in LOCAL_DEFAULTS:
+            loaded = runtime.config.role(role_name).backend == role.backend
+            if not loaded:
+                return f"The {role.backend} model is not loaded for this role yet; apply the setting to load it."
+            runtime.agent.models[role_name].generate([{"role": "user", "content": "ping"}], max_new_tokens=1)
+            return f"The {role.backend} model answered in {(time.perf_counter() - started) * 1000:.0f} ms."
         client = OpenAIChatModel(role.base_url, role.model, api_key=role.api_key or None,
                                  timeout_s=min(role.timeout_s, 15.0))
         try:
@@ -58,7 +64,16 @@ def test_connection(role: RoleConfig, runtime: Runtime, role_name: str) -> str:
 
 
 def apply_role(runtime: Runtime, new_config: Config, role: str) -> str:
-    """Rebuild one role's model from a validated config and swap it into the running agent."""
+    """Rebuild one role's model from a validated config and swap it into the running agent. A served
+    model must answer a one-token request first: a wrong URL or name is refused, never saved."""
+    proposed = new_config.role(role)
+    if proposed.backend == "openai":
+        client = OpenAIChatModel(proposed.base_url, proposed.model, api_key=proposed.api_key or None,
+                                 timeout_s=min(proposed.timeout_s, 15.0))
+        try:
+            client.ping()
+        finally:
+            client.close()
     model = make_chat_model(new_config, role, progress=False)
     runtime.agent.models[role] = model
     runtime.agent.config = new_config

@@ -16,7 +16,8 @@ def build_settings_tab(ctx: AppContext):
     roles = gr.Dataframe(headers=ROLE_COLUMNS, interactive=False, elem_id="roles-table")
     with gr.Row():
         role = gr.Dropdown(list(ctx.runtime.config.roles), value="planner", label="Role", elem_id="settings-role")
-        backend = gr.Radio(list(BACKENDS), value="embedded", label="Backend", elem_id="settings-backend")
+        backend = gr.Radio(list(BACKENDS), value=ctx.runtime.config.role("planner").backend, label="Backend",
+                           elem_id="settings-backend")
     with gr.Row():
         base_url = gr.Textbox(label="Base URL (OpenAI-compatible)", placeholder="http://127.0.0.1:8000/v1",
                               elem_id="settings-base-url")

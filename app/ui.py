@@ -13,7 +13,7 @@ from app.render import esc
 from app.research_tab import build_research_tab
 from app.session import AppContext
 from app.settings_tab import build_settings_tab
-from backend.config import Config
+from backend.config import Config, ConfigError
 from backend.runtime import build_runtime
 
 log = logging.getLogger(__name__)
@@ -81,18 +81,24 @@ def serve(config: Config, *, host: str, port: int, users: UserDirectory | None =
     print("Preparing the models, the search index and the memory store (first start takes a few minutes)...", flush=True)
     runtime = build_runtime(config, progress=True)
     learner = None
+    off_reason = ""
     try:
         if config.ttrl.enabled and read_only:
             print("Read-only demo: test-time learning stays off (ttrl.enabled is ignored).", flush=True)
         elif config.ttrl.enabled:
             from training.ttrl.live import build_learner  # imports torch and peft: only when learning is on
 
-            learner = build_learner(runtime)
+            try:
+                learner = build_learner(runtime)
+            except ConfigError as exc:
+                off_reason = str(exc)
+                print(f"Test-time learning is off: {off_reason}", flush=True)
+        if learner is not None:
             learner.start()
             status = learner.status()
             print(f"Test-time learning is on: Planner v{status.current_version:04d}, {status.pending} signals pending"
                   + (" (paused: resume it in the Learning view)" if status.paused else "") + ".", flush=True)
-        ctx = AppContext(runtime, users=users, read_only=read_only, learner=learner)
+        ctx = AppContext(runtime, users=users, read_only=read_only, learner=learner, learning_off_reason=off_reason)
         print(f"Serving on http://{host}:{port}", flush=True)
         launch(ctx, host=host, port=port)
     finally:

@@ -129,10 +129,11 @@ class ResearchAgent:
             return
         models = {role: MeteredModel(model, meter, role) for role, model in self.models.items()}
         planner = Planner(models["planner"], max_new_tokens=min(cfg.role("planner").max_new_tokens, 200))
-        # A tiny embedded judge may not call an answer correct that shares no word with the gold one.
-        judge = Judge(models["judge"], require_overlap=cfg.role("judge").is_embedded)
+        # A small judge may not call an answer correct that shares no word with the gold one.
+        judge = Judge(models["judge"], require_overlap=models["judge"].traits.small)
         manager = Manager(models["manager"], self.store, summary_max_words=cfg.agent.summary_max_words)
         executor_cfg = cfg.role("executor")
+        executor_traits = models["executor"].traits
         deadline = time.monotonic() + cfg.agent.max_seconds
         try:
             caption, caption_source = self._caption(request, run_id, meter)
@@ -180,14 +181,14 @@ class ResearchAgent:
             session = ExecutorSession(
                 models["executor"], run_tools, meter, run_id,
                 max_new_tokens=executor_cfg.max_new_tokens, image=image,
-                max_llm_calls=cfg.agent.llm_calls_for(executor_cfg), max_tokens=cfg.agent.max_tokens,
-                guided=cfg.agent.guided_for(executor_cfg),
+                max_llm_calls=cfg.agent.llm_calls_for(executor_traits), max_tokens=cfg.agent.max_tokens,
+                guided=cfg.agent.guided_for(executor_traits),
             )
             context = None
             if method in ("rag", "trace"):
                 context = past_research_context(successful + failed, raw=method == "rag") or None
             session.start(question, steps_done, caption, context=context)
-            max_turns = cfg.agent.turns_for(executor_cfg)
+            max_turns = cfg.agent.turns_for(executor_traits)
             yield from session.run(question, max_turns=max_turns, deadline=deadline)
             first_answer = session.answer
 

@@ -20,7 +20,8 @@ from typing import Any, Mapping
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH = REPO_ROOT / "mia.toml"
 ROLES = ("planner", "executor", "manager", "judge")
-BACKENDS = ("embedded", "openai")
+BACKENDS = ("llamacpp", "embedded", "openai")  # llamacpp: a GGUF on llama.cpp; embedded: transformers (SmolLM2)
+SMALL_SETTINGS = ("auto", "true", "false")
 
 
 class ConfigError(ValueError):
@@ -29,7 +30,12 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class RoleConfig:
-    backend: str = "embedded"
+    backend: str = "llamacpp"
+    model_file: str = ""  # llamacpp: a GGUF file; empty = Qwen2.5-Coder-1.5B-Instruct assembled from its wheels
+    threads: int = 0  # llamacpp: CPU threads; 0 = every core
+    context_tokens: int = 4096  # llamacpp: context of each slot
+    slots: int = 2  # llamacpp: contexts (KV caches) over the one model: calls that run at once, each with its prefix cache
+    small: str = "auto"  # treat the model as small (guided turns, tighter limits, overlap rule): auto = as the model declares
     model_dir: str = ""  # embedded: a transformers folder; empty = the prepared SmolLM2
     adapter_dir: str = ""  # embedded: a LoRA adapter folder merged into model_dir on load (a test-time-learning version)
     base_url: str = ""  # openai: e.g. http://127.0.0.1:8000/v1
@@ -41,34 +47,40 @@ class RoleConfig:
 
     @property
     def is_embedded(self) -> bool:
+        """Runs the transformers model in this process (the one test-time learning can train in place)."""
         return self.backend == "embedded"
+
+    @property
+    def small_override(self) -> bool | None:
+        return None if self.small == "auto" else self.small == "true"
 
 
 @dataclass(frozen=True)
 class AgentConfig:
-    max_turns: int = 0  # 0 = automatic: 8 for the embedded model, 30 for served models
+    max_turns: int = 0  # 0 = automatic: as the Executor's model declares (ModelTraits.executor_turns)
     reflections: int = 1
     memory_k: int = 2
     max_question_chars: int = 4000
     max_seconds: float = 600.0
-    max_llm_calls: int = 0  # 0 = automatic: 30 for served Executors, 60 for the embedded model
+    max_llm_calls: int = 0  # 0 = automatic: room for two rounds of Executor turns, reflection, verdict and summary
     max_tokens: int = 0  # prompt + completion tokens per question; 0 = no limit
     summary_max_words: int = 300
     sparse_memory_planner: str = "manager"  # who plans while memory is sparse: "manager" or "planner"
-    guided_actions: str = "auto"  # "auto" (on for the embedded Executor), "on" or "off"
+    guided_actions: str = "auto"  # "auto" (on for a small Executor), "on" or "off"
 
-    def guided_for(self, executor: RoleConfig) -> bool:
-        return self.guided_actions == "on" or (self.guided_actions == "auto" and executor.is_embedded)
+    # `executor`: the traits the Executor's model declares (backend.llm.base.ModelTraits).
+    def guided_for(self, executor) -> bool:
+        return self.guided_actions == "on" or (self.guided_actions == "auto" and executor.small)
 
-    def llm_calls_for(self, executor: RoleConfig) -> int:
+    def turns_for(self, executor) -> int:
+        return self.max_turns or executor.executor_turns
+
+    def llm_calls_for(self, executor) -> int:
         if self.max_llm_calls:
             return self.max_llm_calls
-        return 60 if executor.is_embedded else 30
-
-    def turns_for(self, executor: RoleConfig) -> int:
-        if self.max_turns:
-            return self.max_turns
-        return 8 if executor.is_embedded else 30
+        # Room for two rounds of turns (a guided turn makes up to 3 calls), reflection, verdict, summary.
+        per_turn = 3 if self.guided_for(executor) else 1
+        return max(30, 2 * per_turn * self.turns_for(executor) + 12)
 
 
 @dataclass(frozen=True)
@@ -233,6 +245,14 @@ def _validate(config: Config) -> None:
                 )
             if not role.model:
                 raise ConfigError(f"{prefix}.model: name the served model (as `vllm serve` was given it).")
+        if role.small not in SMALL_SETTINGS:
+            raise ConfigError(f"{prefix}.small: must be one of {', '.join(SMALL_SETTINGS)}, got {role.small!r}.")
+        if role.threads < 0:
+            raise ConfigError(f"{prefix}.threads: must be 0 (every core) or a positive number of threads.")
+        if role.slots < 1:
+            raise ConfigError(f"{prefix}.slots: must be at least 1.")
+        if role.context_tokens < 512:
+            raise ConfigError(f"{prefix}.context_tokens: must be at least 512.")
         if role.max_new_tokens < 8:
             raise ConfigError(f"{prefix}.max_new_tokens: must be at least 8.")
         if role.timeout_s <= 0:

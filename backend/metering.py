@@ -57,6 +57,7 @@ class MeteredModel:
         self.model, self.meter, self.role = model, meter, role
         self.name = model.name
         self.supports_images = model.supports_images
+        self.traits = model.traits
 
     def generate(self, messages: list[dict], **kwargs) -> Completion:
         completion = self.model.generate(messages, **kwargs)

@@ -79,7 +79,9 @@ def role_identity(config: Config) -> dict[str, str]:
     """Which model each role runs on, as the configuration names it."""
     identity = {}
     for name, role in sorted(config.roles.items()):
-        if role.is_embedded:
+        if role.backend == "llamacpp":
+            identity[name] = f"llamacpp:{role.model_file or 'Qwen2.5-Coder-1.5B-Instruct.Q4_K_M'}"
+        elif role.is_embedded:
             adapter = f"+{role.adapter_dir}" if role.adapter_dir else ""
             identity[name] = f"embedded:{role.model_dir or 'SmolLM2-135M-Instruct'}{adapter}"
         else:

@@ -18,9 +18,19 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from backend.llm.base import Choice, Completion, LLMError, check_messages, check_options
+from backend.llm.base import (
+    Choice,
+    Completion,
+    LLMError,
+    ModelTraits,
+    check_messages,
+    check_options,
+    fit_stop_strings,
+)
+from backend.llm.stop_strings import find_stop, safe_prefix_length
 
 TOP_LOGPROBS = 20  # the most the OpenAI API allows
+MAX_STOP_STRINGS = 4  # vLLM's and OpenAI's cap on `stop` per request
 
 
 def normalise_base_url(base_url: str) -> str:
@@ -41,6 +51,7 @@ class OpenAIChatModel:
         api_key: str | None = None,
         timeout_s: float = 120.0,
         supports_images: bool = False,
+        context_tokens: int = 8192,
     ) -> None:
         if not model:
             raise LLMError("The OpenAI-compatible backend needs a model name (as the server lists it at /v1/models).")
@@ -49,6 +60,8 @@ class OpenAIChatModel:
         self.supports_images = supports_images
         self.timeout_s = timeout_s
         self.name = f"openai:{model}@{self.base_url}"
+        # vLLM and OpenAI take at most 4 stop strings a request; further ones are applied here.
+        self.traits = ModelTraits(small=False, max_stop_strings=MAX_STOP_STRINGS, context_tokens=context_tokens)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
         self._chat_overhead: int | None = None  # tokens the chat template adds around one user message
@@ -70,10 +83,13 @@ class OpenAIChatModel:
         response = self._post("/chat/completions", body)
         choice = _first_choice(response, self.base_url)
         text = (choice.get("message") or {}).get("content") or ""
+        finish = _finish_reason(choice.get("finish_reason"))
+        cut = find_stop(text, stop)
+        if cut is not None:  # a stop string beyond the server's cap
+            text, finish = text[:cut], "stop"
         prompt_tokens, completion_tokens = self._usage(response.get("usage"), messages, prefill, text)
         return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          seconds=time.perf_counter() - started,
-                          finish_reason=_finish_reason(choice.get("finish_reason")))
+                          seconds=time.perf_counter() - started, finish_reason=finish)
 
     def stream(
         self,
@@ -86,7 +102,7 @@ class OpenAIChatModel:
     ) -> Iterator[str | Completion]:
         body = self._chat_body(messages, prefill, max_tokens=max_new_tokens, temperature=temperature, stop=stop)
         body.update(stream=True, stream_options={"include_usage": True})
-        return self._stream(body, messages, prefill)
+        return self._stream(body, messages, prefill, [s for s in stop if s])
 
     def choose(self, messages: list[dict], options: Sequence[str], *, prefill: str = "") -> Choice:
         """Guided choice when the server has it, else the first token's top log-probabilities.
@@ -162,7 +178,7 @@ class OpenAIChatModel:
     def _chat_body(self, messages: list[dict], prefill: str, **fields: object) -> dict:
         check_messages(messages)
         if fields.get("stop"):
-            fields["stop"] = list(fields["stop"])
+            fields["stop"] = fit_stop_strings(fields["stop"], self.traits)
         else:
             fields.pop("stop", None)
         body = {"model": self.model, "messages": [self._message_payload(m) for m in messages], **fields}
@@ -187,10 +203,13 @@ class OpenAIChatModel:
             _raise_for_status(response, url)
             return _json(response.content, url)
 
-    def _stream(self, body: dict, messages: list[dict], prefill: str) -> Iterator[str | Completion]:
+    def _stream(self, body: dict, messages: list[dict], prefill: str, stops: list[str]) -> Iterator[str | Completion]:
+        """Deltas as they arrive; stop strings the server was not sent are found here, so nothing
+        past one is shown (the tail that may grow into one is held back)."""
         started = time.perf_counter()
         url = self._url("/chat/completions")
-        parts: list[str] = []
+        local_stops = stops[len(body.get("stop") or []):]
+        text, shown = "", 0
         finish, usage, finished = None, None, False
         with _translated_errors(url, self.timeout_s), self._client.stream("POST", url, json=body) as response:
             if response.status_code >= 400:
@@ -210,15 +229,25 @@ class OpenAIChatModel:
                 for choice in chunk.get("choices") or []:
                     delta = (choice.get("delta") or {}).get("content")
                     if delta:
-                        parts.append(delta)
-                        yield delta
+                        text += delta
+                        cut = find_stop(text, local_stops)
+                        if cut is not None:
+                            text, finish, finished = text[:cut], "stop", True
+                            break
+                        visible = safe_prefix_length(text, local_stops)
+                        if visible > shown:
+                            yield text[shown:visible]
+                            shown = visible
                     finish = choice.get("finish_reason") or finish
+                if finished:
+                    break
         if not finished and finish is None:
             raise LLMError(
                 f"The stream from {url} ended without a finished answer; check that the URL points to an "
                 "OpenAI-compatible API and look at the server's log."
             )
-        text = "".join(parts)
+        if len(text) > shown:
+            yield text[shown:]
         prompt_tokens, completion_tokens = self._usage(usage, messages, prefill, text)
         yield Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                          seconds=time.perf_counter() - started, finish_reason=_finish_reason(finish))

@@ -31,6 +31,9 @@ MAX_TOP_LOGPROBS = 20
 DEFAULT_MAX_TOKENS = 512
 
 
+MAX_STOP_STRINGS = 4
+
+
 class BadRequest(Exception):
     """The request is malformed; the message is returned to the client with HTTP 400 (404 if `status`)."""
 
@@ -272,6 +275,8 @@ def parse_chat_request(body: dict, options: ServerOptions, image_dir: Path) -> C
     request.stop = [stop] if isinstance(stop, str) else list(stop)
     if not all(isinstance(s, str) for s in request.stop):
         raise BadRequest("'stop' must be a string or a list of strings.")
+    if len(request.stop) > MAX_STOP_STRINGS:  # as vLLM and OpenAI answer
+        raise BadRequest(f"'stop' takes at most {MAX_STOP_STRINGS} strings; got {len(request.stop)}.")
     temperature = body.get("temperature")
     if temperature is not None:
         if not isinstance(temperature, (int, float)) or temperature < 0:

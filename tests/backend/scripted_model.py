@@ -8,11 +8,12 @@ import time
 from collections import deque
 from typing import Iterator, Sequence
 
-from backend.llm.base import Choice, Completion
+from backend.llm.base import Choice, Completion, ModelTraits
 
 
 class ScriptedChatModel:
     supports_images = False
+    traits = ModelTraits(small=True, executor_turns=8)  # stands in for the small embedded model of the tests' configs
 
     def __init__(self, name: str, outputs: Sequence[str] = (), choices: Sequence[str] = ()) -> None:
         self.name = f"scripted:{name}"

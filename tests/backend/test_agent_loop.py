@@ -135,7 +135,7 @@ def test_time_limit_forces_the_answer(tiny_agent):
 
 
 def test_guided_turns_search_first_then_choose_between_actions(tiny_agent):
-    assert tiny_agent.config.agent.guided_for(tiny_agent.config.role("executor"))
+    assert tiny_agent.config.agent.guided_for(tiny_agent.models["executor"].traits)
     events = list(tiny_agent.run(RunRequest(QUESTION, method="none")))
     first_call = next(e for e in events if isinstance(e, ToolCalled))
     assert first_call.name == "search" and len(first_call.arguments["query_list"]) == 1

@@ -32,9 +32,9 @@ def test_every_role_on_a_served_model_runs_the_whole_loop(tmp_path, tiny_chat_mo
     base_url, stop = start_server_in_thread(tiny_chat_model, served_model_name="tiny", request_log=requests)
     try:
         config = served_config(tmp_path, base_url)
-        assert config.agent.turns_for(config.role("executor")) == 2
-        assert not config.agent.guided_for(config.role("executor"))  # served models write the protocol freely
         models = {name: make_chat_model(config, name) for name in config.roles}
+        assert config.agent.turns_for(models["executor"].traits) == 2
+        assert not config.agent.guided_for(models["executor"].traits)  # served models write the protocol freely
         assert all(m.name.startswith("openai:") for m in models.values())
         store = MemoryStore(config.resolved_memory_url, embedder=embedder)
         agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.llm.base import ModelTraits
 from backend.config import ConfigError, load_config, with_overrides
 
 
@@ -14,8 +15,9 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_repository_default_config_is_valid():
     config = load_config(environ={})
     assert set(config.roles) == {"planner", "executor", "manager", "judge"}
-    assert all(role.backend == "embedded" for role in config.roles.values())
-    assert config.agent.turns_for(config.role("executor")) == 8
+    assert all(role.backend == "llamacpp" for role in config.roles.values())
+    assert config.agent.turns_for(ModelTraits(small=False, executor_turns=5)) == 5
+    assert config.agent.turns_for(ModelTraits(small=True, executor_turns=8)) == 8
     assert config.resolved_memory_url.startswith("sqlite:///")
 
 
@@ -28,8 +30,7 @@ def test_roles_can_point_at_their_own_servers(tmp_path):
     config = load_config(path, environ={})
     assert config.role("executor").base_url.endswith("8000/v1")
     assert config.role("planner").model == "plan"
-    assert config.role("judge").backend == "embedded"
-    assert config.agent.turns_for(config.role("executor")) == 30
+    assert config.role("judge").backend == "llamacpp"
 
 
 def test_environment_overrides_the_file(tmp_path):

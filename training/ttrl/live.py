@@ -37,6 +37,12 @@ def planner_base_dir(config: Config) -> Path:
     if config.ttrl.base_model_dir:
         return resolve_path(config, config.ttrl.base_model_dir)
     role = config.role("planner")
+    if role.backend == "llamacpp":
+        raise ConfigError(
+            "the Planner runs on llama.cpp (a quantised GGUF), whose weights test-time learning cannot train "
+            "or swap yet; for learning Planner weights set roles.planner.backend = \"embedded\" (SmolLM2) or a "
+            "served Planner with ttrl.base_model_dir, or set ttrl.enabled = false to silence this."
+        )
     if not role.is_embedded:
         raise ConfigError(
             "ttrl.base_model_dir: the Planner is served, so test-time learning needs the served model's weights "
@@ -99,7 +105,7 @@ def build_learner(runtime: Runtime) -> TestTimeLearner:
         else Path(config.ttrl.canary_file),
         feedback_queue=feedback_queue_for(config.data_dir),
         on_promote=lambda version: swap_planner(runtime, version),
-        memory_k=config.agent.memory_k, guided=config.agent.guided_for(config.role("executor")),
+        memory_k=config.agent.memory_k, guided=config.agent.guided_for(agent.models["executor"].traits),
     )
     current = learner.versions.current()
     if current.number:

@@ -1,0 +1,78 @@
+"""What the reader is given and how it must answer: evidence chosen over the whole run, and closed
+questions recognised so they are answered by constrained choice instead of free text.
+
+A run's later searches must not push out what its first searches found: passages are ranked by
+relevance to the question (BM25 over title and text), not by recency, and whole paragraphs are
+given while they fit the model's budget.
+"""
+
+from __future__ import annotations
+
+import re
+
+from backend.tools.text_ranking import rank_texts
+
+_AUXILIARIES = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had",
+                "will", "would", "should", "may", "might")
+_TAIL_CHOICE = re.compile(r",\s*(?:the\s+)?([^,?]+?)\s+or\s+(?:the\s+)?([^,?]+?)\s*\?*\s*$", re.IGNORECASE)
+_BETWEEN = re.compile(r"^between\s+(?:the\s+)?(.+?)\s+and\s+(?:the\s+)?(.+?)\s*,", re.IGNORECASE)
+_NAME = r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|for|the|and|de|von|van|in|on|la|le|du)\s+)*[A-Z0-9][\w'’.&-]*)*"
+_HEAD_CHOICE = re.compile(rf"^(?i:is|are|was|were|did|does|do|which|who|what)\b.*?\b({_NAME})\s+or\s+(?:the\s+)?({_NAME})")
+
+
+def _clean_option(text: str) -> str:
+    return " ".join(text.strip(" \"'.").split())
+
+
+def choice_options(question: str) -> list[str]:
+    """The options a question names ("..., A or B?", "Between A and B, ...", "Is A or B older?"), or []."""
+    q = " ".join(question.split())
+    for pattern in (_TAIL_CHOICE, _BETWEEN, _HEAD_CHOICE):
+        match = pattern.search(q)
+        if match:
+            options = [_clean_option(match.group(1)), _clean_option(match.group(2))]
+            if all(options) and options[0].lower() != options[1].lower() and all(len(o) <= 80 for o in options):
+                return options
+    return []
+
+
+def is_yes_no_question(question: str) -> bool:
+    """A question that opens with an auxiliary verb ("Are both ...", "Did ...") and names no options."""
+    first = question.strip().split(maxsplit=1)
+    return bool(first) and first[0].lower() in _AUXILIARIES and not choice_options(question)
+
+
+def closed_options(question: str) -> list[str]:
+    """The answers a closed question allows: its named options, or yes/no; [] for an open question."""
+    options = choice_options(question)
+    if options:
+        return options
+    return ["yes", "no"] if is_yes_no_question(question) else []
+
+
+def select_evidence(question: str, passages: list[dict], *, max_chars: int, max_passage_chars: int) -> str:
+    """The run's passages most relevant to the question, best first, each up to `max_passage_chars`,
+    as many as fit in `max_chars`; passages sharing no word with the question follow, newest first."""
+    unique, seen = [], set()
+    for p in passages:
+        key = (p.get("title"), (p.get("text") or "")[:200])
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(p)
+    if not unique:
+        return ""
+    ranked = [i for i, _ in rank_texts([f"{p.get('title', '')}. {p.get('text') or ''}" for p in unique], question)]
+    rest = [i for i in reversed(range(len(unique))) if i not in set(ranked)]
+    lines, used = [], 0
+    for i in ranked + rest:
+        p = unique[i]
+        text = " ".join((p.get("text") or "").split())
+        if len(text) > max_passage_chars:
+            text = text[:max_passage_chars].rsplit(" ", 1)[0] + " …"
+        line = f"{p.get('title', '')}: {text}"
+        if lines and used + len(line) > max_chars:
+            continue
+        lines.append(line[:max_chars])
+        used += len(line) + 1
+    return "\n".join(lines)

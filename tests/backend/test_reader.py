@@ -1,0 +1,89 @@
+"""The reader keeps what the search found, answers closed questions by choice, and never gives an
+empty answer; the recovery path's search query is cleaned like a guided one. Real wiki search,
+scripted Executor outputs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from backend.events import AnswerReady, Recovery, ToolCalled
+from backend.evidence import choice_options, closed_options, is_yes_no_question, select_evidence
+from backend.executor import ExecutorSession
+from backend.metering import RunMeter
+
+NATIONALITY = "Were Scott Derrickson and Ed Wood of the same nationality?"
+
+
+def call(query: str) -> str:
+    return f"<think>search</think><tool_call>{json.dumps({'name': 'search', 'arguments': {'query_list': [query]}})}</tool_call>"
+
+
+def session(model, tools, **kwargs) -> ExecutorSession:
+    return ExecutorSession(model, tools, RunMeter(), "run", **kwargs)
+
+
+def test_closed_questions_are_recognised_with_their_options():
+    assert choice_options("Who is older, Annie Morton or Terry Richardson?") == ["Annie Morton", "Terry Richardson"]
+    assert choice_options("Between Greyia and Calibanus, which genus has more species?") == ["Greyia", "Calibanus"]
+    assert choice_options("Which magazine was started first Arthur's Magazine or First for Women?") == [
+        "Arthur's Magazine", "First for Women"]
+    assert closed_options(NATIONALITY) == ["yes", "no"]
+    assert is_yes_no_question("Did LostAlone and Guster have the same number of members?")
+    # Open questions, including ones with "between" or "and" inside them, stay open.
+    assert closed_options("What program did the wrestler who appeared between 2002 and 2007 join?") == []
+    assert closed_options("Which city hosted the 1992 Summer Olympics?") == []
+
+
+def test_evidence_is_chosen_by_relevance_over_the_whole_run_not_recency():
+    gold = {"title": "Scott Derrickson", "text": "Scott Derrickson is an American director of horror films."}
+    noise = [{"title": f"Topic {i}", "text": f"Unrelated paragraph number {i} about gardening."} for i in range(8)]
+    text = select_evidence(NATIONALITY, [gold, *noise], max_chars=600, max_passage_chars=300)
+    assert text.splitlines()[0].startswith("Scott Derrickson: Scott Derrickson is an American director")
+    assert len(text) <= 600
+    # Duplicates are shown once, and a long paragraph is cut at a word.
+    long = {"title": "Ed Wood", "text": "Ed Wood was an American filmmaker. " * 40}
+    text = select_evidence(NATIONALITY, [long, long, gold], max_chars=2000, max_passage_chars=200)
+    assert text.count("Ed Wood:") == 1 and "…" in text
+
+
+def test_later_searches_do_not_push_the_first_finding_out_of_what_the_reader_sees(
+        scripted_model_class, shared_tools):
+    queries = ["Ed Wood", "Jupiter planet", "chess openings", "banana cultivation", "volcano"]
+    model = scripted_model_class("executor", [call(q) for q in queries] + ["<think>done</think><answer>maybe</answer>"],
+                                 choices=["yes"])
+    s = session(model, {"search": shared_tools["search"]})
+    s.start(NATIONALITY, [])
+    events = list(s.run(NATIONALITY, max_turns=8, deadline=time.monotonic() + 60))
+    assert [e.arguments["query_list"][0] for e in events if isinstance(e, ToolCalled)] == queries
+    reader_prompt = model.prompts[-1][-1]["content"]
+    evidence = reader_prompt.split("Question:")[0]
+    assert evidence.startswith("Evidence:\nEd Wood (film):")  # found first, and still the most relevant
+    answer = next(e for e in events if isinstance(e, AnswerReady))
+    assert answer.text == "yes"  # a yes/no question is answered by choice, never "maybe"
+    assert any(isinstance(e, Recovery) and "closed question" in e.reason for e in events)
+
+
+def test_a_forced_answer_is_never_empty(scripted_model_class, shared_tools):
+    # Turn 1 searches; the turn limit forces the answer; the model closes the prefilled <answer> at once.
+    model = scripted_model_class("executor", [call("Tinted Windows band"), "", "Tulsa"])
+    s = session(model, {"search": shared_tools["search"]})
+    question = "In what city did the band Tinted Windows first perform?"
+    s.start(question, [])
+    events = list(s.run(question, max_turns=1, deadline=time.monotonic() + 60))
+    answer = next(e for e in events if isinstance(e, AnswerReady))
+    assert answer.forced and answer.text == "Tulsa"
+
+
+def test_the_recovery_query_is_cleaned_deduplicated_and_falls_back(scripted_model_class, shared_tools):
+    question = "In what city did the band Tinted Windows first perform?"
+    model = scripted_model_class("executor", ["gibberish", "gibberish", "<query 1>", "gibberish", question],
+                                 choices=["search", "search"])
+    s = session(model, {"search": shared_tools["search"]})
+    s.start(question, [])
+    events = list(s.run(question, max_turns=3, deadline=time.monotonic() + 60))
+    searched = [e.arguments["query_list"][0] for e in events if isinstance(e, ToolCalled)]
+    assert searched[0] == question  # first recovery: the question itself
+    assert "<query 1>" not in searched and len(set(searched)) == len(searched)
+    assert searched[1] == "Tinted Windows"  # the placeholder was empty once cleaned: the question's name instead
+    assert any(isinstance(e, Recovery) and "already searched" in e.reason for e in events)
