@@ -32,6 +32,12 @@ def history_rows(ctx: AppContext, namespace: str) -> list[list]:
 NOT_RUNNING_SENTENCE = "Test-time learning is not running yet"
 
 
+def search_status(ctx: AppContext) -> str:
+    tool = ctx.runtime.agent.tools.get("search")
+    index = getattr(tool, "index", None)
+    return f"Search: {esc(index.search_mode())}." if index is not None else ""
+
+
 def learning_state_line(ctx: AppContext) -> str:
     """One sentence on what test-time learning does with feedback right now."""
     learner = ctx.learner
@@ -116,6 +122,9 @@ def build_research_tab(ctx: AppContext):
             with gr.Row():
                 ask = gr.Button("Research", variant="primary", elem_id="ask")
                 gr.Examples([[EXAMPLE_QUESTION]], inputs=[question])
+            search_line = gr.Markdown(search_status(ctx), elem_id="search-status")
+            # While the dense vectors are first built, the line follows their progress.
+            gr.Timer(10).tick(lambda: search_status(ctx), None, [search_line], show_progress="hidden")
         with gr.Column(scale=1):
             # A file, not gr.Image: gr.Image decodes uploads itself and answers a broken file with a bare
             # "Error"; the agent's own check says what is wrong and what to upload instead.

@@ -13,6 +13,7 @@ from backend.runtime import Runtime, make_chat_model
 ROLE_COLUMNS = ["role", "backend", "base URL", "model", "max new tokens"]
 
 
+LOCAL_NAMES = {"llamacpp": "The llama.cpp model", "embedded": "Embedded model"}
 LOCAL_DEFAULTS = {
     "llamacpp": lambda role: role.model_file or "Qwen2.5-Coder-1.5B-Instruct (llama.cpp)",
     "embedded": lambda role: role.model_dir or "SmolLM2-135M-Instruct (transformers)",
@@ -51,7 +52,7 @@ def test_connection(role: RoleConfig, runtime: Runtime, role_name: str) -> str:
             if not loaded:
                 return f"The {role.backend} model is not loaded for this role yet; apply the setting to load it."
             runtime.agent.models[role_name].generate([{"role": "user", "content": "ping"}], max_new_tokens=1)
-            return f"The {role.backend} model answered in {(time.perf_counter() - started) * 1000:.0f} ms."
+            return f"{LOCAL_NAMES[role.backend]} answered in {(time.perf_counter() - started) * 1000:.0f} ms."
         client = OpenAIChatModel(role.base_url, role.model, api_key=role.api_key or None,
                                  timeout_s=min(role.timeout_s, 15.0))
         try:

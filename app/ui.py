@@ -79,7 +79,7 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
 
 def serve(config: Config, *, host: str, port: int, users: UserDirectory | None = None, read_only: bool = False) -> None:
     print("Preparing the models, the search index and the memory store (first start takes a few minutes)...", flush=True)
-    runtime = build_runtime(config, progress=True)
+    runtime = build_runtime(config, progress=True, dense_in_background=True)
     learner = None
     off_reason = ""
     try:

@@ -66,11 +66,11 @@ class AgentConfig:
     max_tokens: int = 0  # prompt + completion tokens per question; 0 = no limit
     summary_max_words: int = 300
     sparse_memory_planner: str = "manager"  # who plans while memory is sparse: "manager" or "planner"
-    guided_actions: str = "auto"  # "auto" (on for a small Executor), "on" or "off"
+    guided_actions: str = "auto"  # "auto" (as the Executor's model declares: on for local models), "on" or "off"
 
     # `executor`: the traits the Executor's model declares (backend.llm.base.ModelTraits).
     def guided_for(self, executor) -> bool:
-        return self.guided_actions == "on" or (self.guided_actions == "auto" and executor.small)
+        return self.guided_actions == "on" or (self.guided_actions == "auto" and executor.guided_turns)
 
     def turns_for(self, executor) -> int:
         return self.max_turns or executor.executor_turns

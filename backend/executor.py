@@ -114,7 +114,13 @@ class ExecutorSession:
         tools_text = tool_prompt_lines(self.tools.values())
         messages = [{"role": "system", "content": EXECUTOR_SYSTEM.format(tools=tools_text)}]
         responses = [i for i, t in enumerate(self.turns) if t.short is not None]
-        keep = set(responses[-KEEP_FULL_RESPONSES:])
+        # A small model is shown only the latest results in full. A larger one sees every result: the
+        # conversation then only grows, so a local model's prompt cache serves each next turn whole.
+        keep: set[int] = set()
+        if responses:
+            traits = self.model.traits
+            fits = sum(len(t.content) for t in self.turns) < traits.context_tokens * 2  # ~4 chars a token
+            keep = set(responses if fits and not traits.small else responses[-KEEP_FULL_RESPONSES:])
         for i, turn in enumerate(self.turns):
             content = turn.content if (turn.short is None or i in keep) else turn.short
             messages.append({"role": turn.role, "content": content})

@@ -77,7 +77,9 @@ class Runtime:
         self.store.close()
 
 
-def build_runtime(config: Config, *, progress: bool = True) -> Runtime:
+def build_runtime(config: Config, *, progress: bool = True, dense_in_background: bool = False) -> Runtime:
+    """`dense_in_background`: the app answers with BM25 while the corpus's dense vectors are first
+    built (the evaluation and `prepare` wait for them, so every question sees the same search)."""
     config.data_dir.mkdir(parents=True, exist_ok=True)
     models = {role: make_chat_model(config, role, progress=progress) for role in config.roles}
     embedder = get_embedder()
@@ -88,6 +90,7 @@ def build_runtime(config: Config, *, progress: bool = True) -> Runtime:
         embedder=embedder if config.search.hybrid else None,
         visit_allow_private=config.search.visit_allow_private,
         image_index_dir=config.data_dir / "images" if (config.data_dir / "images").is_dir() else None,
+        dense_in_background=dense_in_background,
     )
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     runlog = RunLog(config.runs_dir)

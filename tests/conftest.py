@@ -62,6 +62,21 @@ def smollm2_chat_model(smollm2_dir: Path):
 
 
 @pytest.fixture(scope="session")
+def _qwen_assembled() -> Path:
+    from backend.llm.model_parts import assemble_qwen_gguf
+
+    return assemble_qwen_gguf(slow_model_cache_dir() / "models", progress=False)
+
+
+@pytest.fixture
+def qwen_gguf(request: pytest.FixtureRequest, _qwen_assembled: Path) -> Path:
+    """The default model's GGUF (Qwen2.5-Coder-1.5B-Instruct, assembled once into the test cache); slow tests only."""
+    if request.node.get_closest_marker("slow") is None:
+        pytest.fail("Tests that use the real Qwen model must be marked @pytest.mark.slow.")
+    return _qwen_assembled
+
+
+@pytest.fixture(scope="session")
 def shared_tools():
     """The real tools on the real sandbox-wiki index (BM25), cached under <repo>/.mia/test-cache/index."""
     from backend.tools import build_tools

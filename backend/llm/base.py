@@ -51,9 +51,12 @@ class ModelTraits:
     overlap before it may call an answer correct. `max_stop_strings`: how many stop strings one
     request may carry (vLLM and OpenAI accept 4); None = no limit. `context_tokens`: the prompt
     window the reader's evidence must fit in. `executor_turns`: the Executor's turns per plan when
-    agent.max_turns is automatic (a CPU model pays seconds a turn; a served one can search longer)."""
+    agent.max_turns is automatic (a CPU model pays seconds a turn; a served one can search longer).
+    `guided_turns`: the Executor's turns are guided when agent.guided_actions is "auto" (models that
+    end their turn after a thought instead of writing the action themselves)."""
 
     small: bool = False
+    guided_turns: bool = False
     max_stop_strings: int | None = None
     context_tokens: int = 4096
     executor_turns: int = 30

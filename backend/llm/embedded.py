@@ -73,7 +73,7 @@ class EmbeddedChatModel:
         self.name = name or f"embedded:{manifest.get('display_name', model_dir.name)}{adapter_label}"
         self.context_length = int(getattr(self.model.config, "max_position_embeddings", 2048))
         # The transformers path runs SmolLM2-sized models: the loop guides them.
-        self.traits = ModelTraits(small=True, context_tokens=self.context_length, executor_turns=8)
+        self.traits = ModelTraits(small=True, guided_turns=True, context_tokens=self.context_length, executor_turns=8)
         self._end_ids = self._turn_ending_ids()
         self._lock = threading.RLock()
         # Fast tokenizers raise "Already borrowed" when two threads use one at once.

@@ -28,8 +28,10 @@ def build_tools(
     embedder: Embedder | None = None,
     visit_allow_private: bool = False,
     image_index_dir: Path | None = None,
+    dense_in_background: bool = False,
 ) -> dict[str, Tool]:
-    index = WikiIndex.load_or_build(Path(cache_dir), progress=progress, embedder=embedder)
+    index = WikiIndex.load_or_build(Path(cache_dir), progress=progress, embedder=embedder,
+                                    dense_in_background=dense_in_background)
     tools: list[Tool] = [WikiSearchTool(index)]
     if web_enabled:
         tools += [WebSearchTool(), VisitTool(allow_private=visit_allow_private)]

@@ -7,7 +7,9 @@ from backend.tools.wiki_index import WikiIndex
 
 PASSAGES_PER_QUERY = 3
 MAX_QUERIES = 5
-TEXT_LIMIT = 600
+# What the Executor reads per paragraph: on a CPU every prompt token costs (~45 tok/s here); the
+# reader is given whole paragraphs, chosen over the whole run, when it answers.
+TEXT_LIMIT = 400
 
 
 class WikiSearchTool(BaseTool):

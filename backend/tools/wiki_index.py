@@ -12,8 +12,10 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -67,10 +69,49 @@ class WikiIndex:
         self.timing = timing
         self.directory = directory
         self.title_lookup = {_title_key(document.title): index for index, document in enumerate(documents)}
+        self.dense_progress: float | None = None  # 0..1 while dense vectors are built in the background
+        self.dense_error: str | None = None
 
     @property
     def hybrid(self) -> bool:
         return self.embedder is not None
+
+    def search_mode(self) -> str:
+        """Which search answers now, in words for the UI."""
+        if self.hybrid:
+            return "hybrid (BM25 + dense MiniLM)"
+        if self.dense_progress is not None:
+            return f"BM25 only while the dense vectors are built in the background ({self.dense_progress:.0%})"
+        if self.dense_error:
+            return f"BM25 only (building the dense vectors failed: {self.dense_error})"
+        return "BM25"
+
+    def build_dense_in_background(self, embedder: Embedder) -> threading.Thread:
+        """Embed the corpus on a low-priority thread; BM25 answers meanwhile, hybrid search from when it ends."""
+        assert self.directory is not None, "a background build caches its vectors beside the index"
+        self.dense_progress = 0.0
+
+        def run() -> None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # this thread only, on Linux
+            except (AttributeError, OSError):
+                pass
+            try:
+                vectors, _ = _load_or_embed(self.directory, self.documents, embedder, progress=False,
+                                            on_progress=self._set_dense_progress)
+                self.document_vectors = vectors
+                self.embedder = embedder  # last: `hybrid` turns on only with the vectors in place
+            except Exception as exc:  # reported in the UI; BM25 keeps answering
+                self.dense_error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self.dense_progress = None
+
+        thread = threading.Thread(target=run, name="dense-vectors", daemon=True)
+        thread.start()
+        return thread
+
+    def _set_dense_progress(self, fraction: float) -> None:
+        self.dense_progress = fraction
 
     @classmethod
     def load_or_build(
@@ -80,7 +121,10 @@ class WikiIndex:
         progress: bool = True,
         files: CorpusFiles | None = None,
         embedder: Embedder | None = None,
+        dense_in_background: bool = False,
     ) -> WikiIndex:
+        """The index, built on first use. With an embedder: hybrid search; `dense_in_background`
+        starts with BM25 alone when the dense vectors are not cached yet and builds them meanwhile."""
         files = files or CorpusFiles.default()
         root = Path(cache_dir) / INDEX_FOLDER
         directory = root / files.fingerprint()
@@ -96,6 +140,10 @@ class WikiIndex:
         documents, retriever = loaded
         timing = IndexTiming(built=built, bm25_seconds=time.perf_counter() - started)
         vectors = None
+        if embedder is not None and dense_in_background and not _dense_path(directory, embedder).is_file():
+            index = cls(documents, retriever, timing=timing, directory=directory)
+            index.build_dense_in_background(embedder)
+            return index
         if embedder is not None:
             started = time.perf_counter()
             vectors, timing.dense_built = _load_or_embed(directory, documents, embedder, progress=progress)
@@ -218,10 +266,15 @@ def embedder_fingerprint(embedder: Embedder) -> str:
     return hashlib.sha256(np.round(probe, 3).tobytes() + str(probe.shape).encode()).hexdigest()[:12]
 
 
+def _dense_path(directory: Path, embedder: Embedder) -> Path:
+    return directory / f"dense-{embedder_fingerprint(embedder)}.npy"
+
+
 def _load_or_embed(
-    directory: Path, documents: list[Document], embedder: Embedder, *, progress: bool
+    directory: Path, documents: list[Document], embedder: Embedder, *, progress: bool,
+    on_progress: Callable[[float], None] | None = None,
 ) -> tuple[np.ndarray, bool]:
-    path = directory / f"dense-{embedder_fingerprint(embedder)}.npy"
+    path = _dense_path(directory, embedder)
     if path.is_file():
         vectors = np.load(path)
         if vectors.shape[0] == len(documents):
@@ -232,6 +285,8 @@ def _load_or_embed(
         range(0, len(texts), EMBED_BATCH), desc="Embedding sandbox wiki", unit="batch", disable=not progress
     ):
         batches.append(_normalized(embedder.encode(texts[start : start + EMBED_BATCH])))
+        if on_progress is not None:
+            on_progress(min(1.0, (start + EMBED_BATCH) / len(texts)))
     vectors = np.concatenate(batches)
     temporary = path.with_suffix(f".{uuid.uuid4().hex[:8]}.tmp")
     with temporary.open("wb") as handle:

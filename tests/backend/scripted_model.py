@@ -13,7 +13,7 @@ from backend.llm.base import Choice, Completion, ModelTraits
 
 class ScriptedChatModel:
     supports_images = False
-    traits = ModelTraits(small=True, executor_turns=8)  # stands in for the small embedded model of the tests' configs
+    traits = ModelTraits(small=True, guided_turns=True, executor_turns=8)  # stands in for the small embedded model of the tests' configs
 
     def __init__(self, name: str, outputs: Sequence[str] = (), choices: Sequence[str] = ()) -> None:
         self.name = f"scripted:{name}"
