@@ -56,6 +56,12 @@ def _worker_alive(ctx: AppContext) -> bool:
 
 # -- what the view shows ---------------------------------------------------------------------------
 def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
+    planner = ctx.runtime.agent.models.get("planner")
+    answering = f"\n\nThe Planner answering now: `{esc(planner.name)}`." if planner is not None else ""
+    return _learning_state(ctx, request) + answering
+
+
+def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
     if ctx.read_only:
         return ("**Test-time learning is off: this is a read-only demo.** The demo never learns: the Planner's "
                 "weights and the memories stay as they are, and feedback is not accepted.")

@@ -112,6 +112,8 @@ class ChatRequestHandler(BaseHTTPRequestHandler):
                 self._tokenize(body)
             elif path in ("/v1/load_lora_adapter", "/load_lora_adapter"):
                 self._load_lora_adapter(body)
+            elif path in ("/v1/unload_lora_adapter", "/unload_lora_adapter"):
+                self._unload_lora_adapter(body)
             else:
                 self._send_error(404, f"No route for POST {self.path}.")
         except BadRequest as error:
@@ -137,6 +139,14 @@ class ChatRequestHandler(BaseHTTPRequestHandler):
 
         self.server.adapters[name] = EmbeddedChatModel(Path(base_dir), adapter_dir=Path(path), name=name)
         self._send_json(200, {"message": f"Success: LoRA adapter '{name}' added successfully."})
+
+    def _unload_lora_adapter(self, body: dict) -> None:
+        """vLLM's runtime LoRA unloading: {"lora_name"}; the name no longer serves."""
+        name = body.get("lora_name")
+        if name not in self.server.adapters:
+            raise BadRequest(f"The lora adapter '{name}' cannot be found.", 404)
+        del self.server.adapters[name]
+        self._send_json(200, {"message": f"Success: LoRA adapter '{name}' removed successfully."})
 
     def _model_for(self, body: dict) -> ChatModel:
         self._check_model_name(body)

@@ -64,9 +64,20 @@ def test_without_a_learner_the_view_says_how_to_switch_it_on(runtime):
     assert "switched off" in pause_learning(ctx, as_user(None))[0]
     assert "switched off (ttrl.enabled = false" in learning_state_line(ctx)
 
+    assert f"The Planner answering now: `{runtime.agent.models['planner'].name}`" in v.status
+
     demo = AppContext(runtime, read_only=True)
     assert "read-only demo" in view(demo, None).status
     assert "read-only demo" in rollback_learning(demo, 0, as_user(None))[0]
+
+    # A Planner on llama.cpp cannot be trained in place: the view says why learning is not running.
+    config = runtime.config
+    runtime.config = replace(config, ttrl=replace(config.ttrl, enabled=True))
+    try:
+        off = AppContext(runtime, learning_off_reason="the Planner runs on llama.cpp (a quantised GGUF).")
+        assert "not running**: the Planner runs on llama.cpp" in view(off, None).status
+    finally:
+        runtime.config = config
 
 
 def test_status_versions_signals_and_admin_only_controls(learning_runtime, learner):

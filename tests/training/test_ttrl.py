@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 import torch
 
@@ -353,7 +355,7 @@ def test_a_served_planner_loads_the_new_adapter_by_name(tmp_path, tiny_model_dir
     from backend.llm.openai_compat import OpenAIChatModel
     from backend.llm.serve import start_server_in_thread
     from training.policy import LoraSettings, PolicyChatModel
-    from training.ttrl.live import register_served_adapter
+    from training.ttrl.live import ServedAdapterPlanner, register_served_adapter, served_adapter_name
 
     policy = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
     with torch.no_grad():  # a non-zero adapter, so the served answer can differ from the base model's
@@ -365,16 +367,63 @@ def test_a_served_planner_loads_the_new_adapter_by_name(tmp_path, tiny_model_dir
     base_url, stop = start_server_in_thread(tiny_model, served_model_name="tiny")
     try:
         name = register_served_adapter(base_url, version)
-        assert name == "mia-planner-v0001"
+        assert name == served_adapter_name(version) and name.startswith("mia-planner-v0001-")
         assert register_served_adapter(base_url, version) == name  # loading twice is not an error
         messages = [{"role": "user", "content": "Plan a search about magazines."}]
         tuned = OpenAIChatModel(base_url, name).generate(messages, max_new_tokens=8).text
         base = OpenAIChatModel(base_url, "tiny").generate(messages, max_new_tokens=8).text
         assert tuned != base
-        with pytest.raises(LLMError, match="enable-lora"):
+        with pytest.raises(LLMError, match="no adapter folder"):
             register_served_adapter(base_url, Version(2, adapter_dir=str(tmp_path / "missing")))
+        # Another adapter under the same version number (a rollback, another deployment) gets another name.
+        with torch.no_grad():
+            for param_name, p in policy.model.named_parameters():
+                if "lora_B" in param_name:
+                    p.normal_(0, 0.5)
+        other = Version(1, adapter_dir=str(policy.save_adapter(tmp_path / "other" / "v0001" / "adapter")))
+        assert served_adapter_name(other) != name
+
+        # The server restarts and forgets the adapter: the Planner registers it again and answers.
+        planner = ServedAdapterPlanner(RoleConfig(backend="openai", base_url=base_url, model="tiny"), version)
+        assert planner.generate(messages, max_new_tokens=8).text == tuned
+        assert httpx.post(base_url + "/unload_lora_adapter", json={"lora_name": name}).status_code == 200
+        assert planner.generate(messages, max_new_tokens=8).text == tuned
     finally:
         stop()
+
+
+def test_an_already_loaded_answer_for_a_name_the_server_does_not_list_is_an_error(tmp_path, tiny_model):
+    from backend.llm.base import LLMError
+    from training.ttrl.live import register_served_adapter, served_adapter_name
+
+    adapter = tmp_path / "v0003" / "adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text("{}")
+    version = Version(3, adapter_dir=str(adapter))
+    name = served_adapter_name(version)
+
+    class LyingServer(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(400)
+            self.end_headers()
+            self.wfile.write(f"The lora adapter '{name}' has already been loaded.".encode())
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(json.dumps({"data": [{"id": "base"}]}).encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), LyingServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(LLMError, match="refused Planner v0003"):
+            register_served_adapter(f"http://127.0.0.1:{server.server_port}/v1", version)
+    finally:
+        server.shutdown()
 
 
 def test_learning_settings_are_validated_with_the_key_named(tmp_path):

@@ -10,6 +10,7 @@ endpoint (``POST <base_url>/load_lora_adapter``; start vLLM with ``--enable-lora
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from backend.config import REPO_ROOT, Config, ConfigError
 from backend.feedback import feedback_queue_for
 from backend.llm.base import ChatModel, LLMError
 from backend.llm.embedded import EmbeddedChatModel, get_embedded_model
-from backend.llm.openai_compat import OpenAIChatModel
+from backend.llm.openai_compat import OpenAIChatModel, ServerRejected
 from backend.manager import Manager
 from backend.runtime import Runtime, embedded_model_dir, resolve_path
 from training.ttrl.learner import TestTimeLearner
@@ -51,26 +52,71 @@ def planner_base_dir(config: Config) -> Path:
     return embedded_model_dir(config, role, progress=False)
 
 
+def adapter_digest(adapter_dir: Path) -> str:
+    """A short hash of the adapter's files: two different adapters never share a served name."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(adapter_dir).rglob("*") if p.is_file()):
+        digest.update(path.relative_to(adapter_dir).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def served_adapter_name(version: Version) -> str:
-    return f"mia-planner-{version.name}"
+    """The name the server knows the version by: the version and its content's hash (a version number
+    alone repeats after a rollback and is shared by every deployment on one server)."""
+    if version.adapter_path is None or not version.adapter_path.is_dir():
+        raise LLMError(f"Planner {version.name} has no adapter folder at {version.adapter_dir!r}; roll back to "
+                       "a version whose adapter/ folder exists.")
+    return f"mia-planner-{version.name}-{adapter_digest(version.adapter_path)}"
+
+
+def _served_models(base_url: str, headers: dict, timeout_s: float) -> set[str]:
+    response = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
+    response.raise_for_status()
+    return {entry.get("id") for entry in response.json().get("data", [])}
 
 
 def register_served_adapter(base_url: str, version: Version, *, api_key: str = "", timeout_s: float = 60.0) -> str:
-    """Load the version's adapter into an OpenAI-compatible server (vLLM's runtime LoRA loading)."""
+    """Load the version's adapter into an OpenAI-compatible server (vLLM's runtime LoRA loading).
+    An "already loaded" answer counts only if the server then lists the name among its models."""
     name = served_adapter_name(version)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     url = base_url.rstrip("/") + "/load_lora_adapter"
     try:
         response = httpx.post(url, json={"lora_name": name, "lora_path": str(version.adapter_path)},
                               headers=headers, timeout=timeout_s)
+        if response.status_code == 200:
+            return name
+        if "already been loaded" in response.text and name in _served_models(base_url, headers, timeout_s):
+            return name
     except httpx.HTTPError as exc:
-        raise LLMError(f"Could not reach {url} to load Planner {version.name}: {exc}.") from None
-    if response.status_code != 200 and "already been loaded" not in response.text:
-        raise LLMError(
-            f"{url} refused Planner {version.name} ({response.status_code}: {response.text[:300]}). "
-            "Start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True."
-        )
-    return name
+        raise LLMError(f"Could not reach {base_url} to load Planner {version.name}: {exc}.") from None
+    raise LLMError(
+        f"{url} refused Planner {version.name} ({response.status_code}: {response.text[:200]}). "
+        "Start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True."
+    )
+
+
+class ServedAdapterPlanner(OpenAIChatModel):
+    """A served Planner version: when the server has lost the adapter (it restarted), the adapter is
+    registered again and the call retried once."""
+
+    def __init__(self, role, version: Version) -> None:
+        self._role, self._version = role, version
+        name = register_served_adapter(role.base_url, version, api_key=role.api_key, timeout_s=role.timeout_s)
+        super().__init__(role.base_url, name, api_key=role.api_key or None, timeout_s=role.timeout_s,
+                         supports_images=role.supports_images)
+
+    def _post(self, path: str, body: dict, *, root: bool = False) -> dict:
+        try:
+            return super()._post(path, body, root=root)
+        except ServerRejected:
+            if self.model in _served_models(self.base_url, {}, self.timeout_s):
+                raise  # the adapter is there: the request itself was refused
+            log.warning("The server at %s lost Planner %s; registering it again", self.base_url, self.model)
+            register_served_adapter(self._role.base_url, self._version, api_key=self._role.api_key,
+                                    timeout_s=self._role.timeout_s)
+            return super()._post(path, body, root=root)
 
 
 def planner_model_for(config: Config, version: Version) -> ChatModel:
@@ -81,10 +127,10 @@ def planner_model_for(config: Config, version: Version) -> ChatModel:
         if version.adapter_path is None:
             return get_embedded_model(base)
         return EmbeddedChatModel(base, adapter_dir=version.adapter_path)
-    model = role.model if version.adapter_path is None else register_served_adapter(
-        role.base_url, version, api_key=role.api_key, timeout_s=role.timeout_s)
-    return OpenAIChatModel(role.base_url, model, api_key=role.api_key or None, timeout_s=role.timeout_s,
-                           supports_images=role.supports_images)
+    if version.adapter_path is None:
+        return OpenAIChatModel(role.base_url, role.model, api_key=role.api_key or None, timeout_s=role.timeout_s,
+                               supports_images=role.supports_images)
+    return ServedAdapterPlanner(role, version)
 
 
 def swap_planner(runtime: Runtime, version: Version) -> None:
