@@ -16,7 +16,6 @@ from pathlib import Path
 import torch
 
 from backend.llm.base import (
-    Choice,
     Completion,
     LLMError,
     ModelTraits,
@@ -26,6 +25,7 @@ from backend.llm.base import (
 )
 from backend.llm.gguf_import import default_gguf_path, prepare_embedded_model, read_manifest
 from backend.llm.decoding import collect_text, stream_in_thread
+from backend.llm.local import InProcessChatModel
 
 __all__ = [
     "EmbeddedChatModel",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-class EmbeddedChatModel:
+class EmbeddedChatModel(InProcessChatModel):
     supports_images = False  # callers put an image caption in the text; the "image" key is ignored
     supports_logprobs = True  # generate(..., logprobs=k) and score_options() give per-token details
 
@@ -84,26 +84,6 @@ class EmbeddedChatModel:
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))
 
-    def generate(
-        self,
-        messages: list[dict],
-        *,
-        max_new_tokens: int = 256,
-        stop: Sequence[str] = (),
-        prefill: str = "",
-        temperature: float = 0.0,
-        logprobs: int | None = None,
-    ) -> Completion:
-        """Complete the assistant turn; `logprobs=k` also records each token's top-k alternatives.
-        Goes through stream(), which subclasses (the training policy) extend."""
-        final = None
-        for item in self.stream(messages, max_new_tokens=max_new_tokens, stop=stop, prefill=prefill,
-                                temperature=temperature, logprobs=logprobs):
-            if isinstance(item, Completion):
-                final = item
-        assert final is not None
-        return final
-
     def stream(
         self,
         messages: list[dict],
@@ -117,30 +97,6 @@ class EmbeddedChatModel:
         prompt_ids, budget, stops = self._prepare(messages, max_new_tokens, stop, prefill, temperature)
         return self._stream(prompt_ids, budget, stops, temperature, logprobs)
 
-    def _prepare(
-        self, messages: list[dict], max_new_tokens: int, stop: Sequence[str], prefill: str, temperature: float
-    ) -> tuple[list[int], int, list[str]]:
-        """The prompt's token ids, the token budget left in the context, the stop strings; or a clear error."""
-        if max_new_tokens < 1:
-            raise LLMError(f"max_new_tokens must be at least 1; got {max_new_tokens}.")
-        if temperature < 0:
-            raise LLMError(f"temperature must be 0 (greedy) or positive; got {temperature}.")
-        stops = [s for s in stop if s]
-        prompt_ids = self.prompt_ids(messages, prefill)
-        budget = min(max_new_tokens, self.context_length - len(prompt_ids))
-        if budget < 1:
-            raise LLMError(
-                f"The prompt has {len(prompt_ids)} tokens, which fills the model's context of "
-                f"{self.context_length}; shorten the conversation or the retrieved text."
-            )
-        return prompt_ids, budget, stops
-
-    def choose(self, messages: list[dict], options: Sequence[str], *, prefill: str = "") -> Choice:
-        options = check_options(options)
-        scored = self.score_options(messages, options, prefill=prefill)
-        sums = {option: sum(t.logprob for t in tokens) for option, tokens in zip(options, scored)}
-        best = max(options, key=lambda option: sums[option])  # ties go to the earlier option
-        return Choice(label=best, logprobs=sums, method="logprob")
 
     def score_options(
         self, messages: list[dict], options: Sequence[str], *, prefill: str = "", top_logprobs: int = 0

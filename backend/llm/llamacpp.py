@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from backend.llm.base import (
-    Choice,
     Completion,
     LLMError,
     ModelTraits,
@@ -32,6 +31,7 @@ from backend.llm.base import (
     check_options,
 )
 from backend.llm.decoding import collect_text, stream_in_thread
+from backend.llm.local import InProcessChatModel
 from backend.llm.gguf_import import display_name
 from backend.llm.gguf_metadata import read_gguf_metadata
 
@@ -80,7 +80,7 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum())
 
 
-class LlamaCppChatModel:
+class LlamaCppChatModel(InProcessChatModel):
     supports_images = False  # callers put an image caption in the text; the "image" key is ignored
     supports_logprobs = True
 
@@ -157,24 +157,6 @@ class LlamaCppChatModel:
     def count_tokens(self, text: str) -> int:
         return len(self._tokenize(text, special=False))
 
-    def generate(
-        self,
-        messages: list[dict],
-        *,
-        max_new_tokens: int = 256,
-        stop: Sequence[str] = (),
-        prefill: str = "",
-        temperature: float = 0.0,
-        logprobs: int | None = None,
-    ) -> Completion:
-        final = None
-        for item in self.stream(messages, max_new_tokens=max_new_tokens, stop=stop, prefill=prefill,
-                                temperature=temperature, logprobs=logprobs):
-            if isinstance(item, Completion):
-                final = item
-        assert final is not None
-        return final
-
     def stream(
         self,
         messages: list[dict],
@@ -185,18 +167,7 @@ class LlamaCppChatModel:
         temperature: float = 0.0,
         logprobs: int | None = None,
     ) -> Iterator[str | Completion]:
-        if max_new_tokens < 1:
-            raise LLMError(f"max_new_tokens must be at least 1; got {max_new_tokens}.")
-        if temperature < 0:
-            raise LLMError(f"temperature must be 0 (greedy) or positive; got {temperature}.")
-        prompt_ids = self.prompt_ids(messages, prefill)
-        budget = min(max_new_tokens, self.context_length - len(prompt_ids))
-        if budget < 1:
-            raise LLMError(
-                f"The prompt has {len(prompt_ids)} tokens, which fills the model's context of "
-                f"{self.context_length}; shorten the conversation or raise the role's context_tokens."
-            )
-        stops = [s for s in stop if s]
+        prompt_ids, budget, stops = self._prepare(messages, max_new_tokens, stop, prefill, temperature)
 
         def produce(emit: Callable[[str], None], cancelled: threading.Event) -> Completion:
             started = time.perf_counter()
@@ -215,13 +186,6 @@ class LlamaCppChatModel:
             )
 
         return stream_in_thread(produce, "llamacpp-decode")
-
-    def choose(self, messages: list[dict], options: Sequence[str], *, prefill: str = "") -> Choice:
-        options = check_options(options)
-        scored = self.score_options(messages, options, prefill=prefill)
-        sums = {option: sum(t.logprob for t in tokens) for option, tokens in zip(options, scored)}
-        best = max(options, key=lambda option: sums[option])  # ties go to the earlier option
-        return Choice(label=best, logprobs=sums, method="logprob")
 
     def score_options(
         self, messages: list[dict], options: Sequence[str], *, prefill: str = "", top_logprobs: int = 0
