@@ -35,6 +35,7 @@ class RoleConfig:
     threads: int = 0  # llamacpp: CPU threads; 0 = every core
     context_tokens: int = 4096  # llamacpp: context of each slot
     slots: int = 2  # llamacpp: contexts (KV caches) over the one model: calls that run at once, each with its prefix cache
+    repetition_penalty: float = 1.1  # on the model's own output (1.0 = off); served: vLLM's repetition_penalty
     small: str = "auto"  # treat the model as small (guided turns, tighter limits, overlap rule): auto = as the model declares
     model_dir: str = ""  # embedded: a transformers folder; empty = the prepared SmolLM2
     adapter_dir: str = ""  # embedded: a LoRA adapter folder merged into model_dir on load (a test-time-learning version)
@@ -247,6 +248,8 @@ def _validate(config: Config) -> None:
                 raise ConfigError(f"{prefix}.model: name the served model (as `vllm serve` was given it).")
         if role.small not in SMALL_SETTINGS:
             raise ConfigError(f"{prefix}.small: must be one of {', '.join(SMALL_SETTINGS)}, got {role.small!r}.")
+        if role.repetition_penalty <= 0:
+            raise ConfigError(f"{prefix}.repetition_penalty: must be positive (1.0 = off).")
         if role.threads < 0:
             raise ConfigError(f"{prefix}.threads: must be 0 (every core) or a positive number of threads.")
         if role.slots < 1:

@@ -48,7 +48,7 @@ def make_chat_model(config: Config, role_name: str, *, progress: bool = True) ->
 
         return get_llamacpp_model(
             gguf_file(config, role, progress=progress), threads=role.threads, context_tokens=role.context_tokens,
-            slots=role.slots, small=role.small_override,
+            slots=role.slots, small=role.small_override, repetition_penalty=role.repetition_penalty,
         )
     if role.is_embedded:
         adapter = resolve_path(config, role.adapter_dir) if role.adapter_dir else None
@@ -60,6 +60,7 @@ def make_chat_model(config: Config, role_name: str, *, progress: bool = True) ->
         timeout_s=role.timeout_s,
         supports_images=role.supports_images,
         context_tokens=role.context_tokens,
+        repetition_penalty=role.repetition_penalty,
     )
     if role.small_override is not None:
         model.traits = replace(model.traits, small=role.small_override)

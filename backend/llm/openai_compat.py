@@ -52,12 +52,16 @@ class OpenAIChatModel:
         timeout_s: float = 120.0,
         supports_images: bool = False,
         context_tokens: int = 8192,
+        repetition_penalty: float = 1.0,
     ) -> None:
         if not model:
             raise LLMError("The OpenAI-compatible backend needs a model name (as the server lists it at /v1/models).")
         self.base_url = normalise_base_url(base_url)
         self.model = model
         self.supports_images = supports_images
+        # vLLM's sampling extension, as the local backends penalise their own repeats; 1.0 sends nothing
+        # (hosted APIs that refuse unknown fields).
+        self.repetition_penalty = repetition_penalty
         self.timeout_s = timeout_s
         self.name = f"openai:{model}@{self.base_url}"
         # vLLM and OpenAI take at most 4 stop strings a request; further ones are applied here.
@@ -182,6 +186,8 @@ class OpenAIChatModel:
         else:
             fields.pop("stop", None)
         body = {"model": self.model, "messages": [self._message_payload(m) for m in messages], **fields}
+        if self.repetition_penalty != 1.0 and "guided_choice" not in fields and fields.get("max_tokens", 2) > 1:
+            body["repetition_penalty"] = self.repetition_penalty
         if prefill:
             body["messages"].append({"role": "assistant", "content": prefill})
             body.update(continue_final_message=True, add_generation_prompt=False)

@@ -287,6 +287,9 @@ def parse_chat_request(body: dict, options: ServerOptions, image_dir: Path) -> C
         raise BadRequest("'stop' must be a string or a list of strings.")
     if len(request.stop) > MAX_STOP_STRINGS:  # as vLLM and OpenAI answer
         raise BadRequest(f"'stop' takes at most {MAX_STOP_STRINGS} strings; got {len(request.stop)}.")
+    penalty = body.get("repetition_penalty")  # vLLM's extension; the local model applies its own
+    if penalty is not None and (not isinstance(penalty, (int, float)) or isinstance(penalty, bool) or penalty <= 0):
+        raise BadRequest("'repetition_penalty' must be a number > 0.")
     temperature = body.get("temperature")
     if temperature is not None:
         if not isinstance(temperature, (int, float)) or temperature < 0:

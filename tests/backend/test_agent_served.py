@@ -6,7 +6,15 @@ from dataclasses import replace
 
 from backend.agent import ResearchAgent, RunRequest
 from backend.config import RoleConfig, load_config
-from backend.events import MemoryStored, PlanReady, RunFailed, RunFinished, ToolReturned, VerdictReady
+from backend.events import (
+    ExecutorThought,
+    MemoryStored,
+    PlanReady,
+    RunFailed,
+    RunFinished,
+    ToolReturned,
+    VerdictReady,
+)
 from backend.llm.serve import start_server_in_thread
 from backend.runlog import RunLog
 from backend.runtime import make_chat_model
@@ -61,3 +69,26 @@ def test_an_unreachable_server_fails_the_run_with_a_clear_message(tmp_path, shar
     assert "127.0.0.1:9" in events[-1].message
     assert store.count(namespace="default") == 0
     store.close()
+
+
+def test_guided_turns_on_a_served_model_send_at_most_four_stop_strings(tmp_path, tiny_chat_model, shared_tools,
+                                                                      embedder):
+    """vLLM and OpenAI answer HTTP 400 to a fifth stop string (the local server does the same); a guided
+    turn's thought has five, so the rest are applied on the client."""
+    requests: list[dict] = []
+    base_url, stop = start_server_in_thread(tiny_chat_model, served_model_name="tiny", request_log=requests)
+    try:
+        config = served_config(tmp_path, base_url, guided_actions="on")
+        models = {name: make_chat_model(config, name) for name in config.roles}
+        store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        events = list(agent.run(RunRequest(QUESTION, method="none", ground_truth="Tulsa")))
+        assert isinstance(events[-1], RunFinished), [e.to_dict() for e in events if isinstance(e, RunFailed)]
+        thoughts = [e for e in events if isinstance(e, ExecutorThought)]
+        assert thoughts and all("\n" not in t.text and "<tool_call>" not in t.text for t in thoughts)
+        assert max(len(r.get("stop") or []) for r in requests) == 4
+        generations = [r for r in requests if r.get("max_tokens", 0) > 1 and "guided_choice" not in r]
+        assert generations and all(r["repetition_penalty"] == 1.1 for r in generations)
+        store.close()
+    finally:
+        stop()
