@@ -54,3 +54,14 @@ def test_apply_switches_one_role_in_the_running_agent(runtime, tiny_chat_model):
         assert "plan" in kinds and kinds[-1] == "run_finished"
     finally:
         stop()
+
+
+def test_apply_refuses_a_served_model_that_does_not_answer_and_changes_nothing(runtime):
+    from backend.llm.base import LLMError
+
+    before = runtime.agent.models["planner"]
+    new = proposed_config(runtime.config, "planner", "openai", "http://127.0.0.1:9/v1", "tiny", "")
+    with pytest.raises(LLMError, match="127.0.0.1:9"):
+        apply_role(runtime, new, "planner")
+    assert runtime.agent.models["planner"] is before
+    assert runtime.config.role("planner").backend == "embedded"
