@@ -15,6 +15,7 @@ class RunMeter:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
     llm_seconds: float = 0.0
     tool_calls: int = 0
     tool_seconds: float = 0.0
@@ -22,10 +23,12 @@ class RunMeter:
     per_role_calls: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add_llm(self, role: str, seconds: float, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+    def add_llm(self, role: str, seconds: float, prompt_tokens: int = 0, completion_tokens: int = 0,
+                cached_tokens: int = 0) -> None:
         with self._lock:
             self.llm_calls += 1
             self.prompt_tokens += prompt_tokens
+            self.cached_prompt_tokens += cached_tokens
             self.completion_tokens += completion_tokens
             self.llm_seconds += seconds
             self.per_role_calls[role] = self.per_role_calls.get(role, 0) + 1
@@ -41,6 +44,7 @@ class RunMeter:
             "llm_calls": self.llm_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
             "tool_calls": self.tool_calls,
             "wall_seconds": round(wall, 3),
             "llm_seconds": round(self.llm_seconds, 3),
@@ -61,13 +65,15 @@ class MeteredModel:
 
     def generate(self, messages: list[dict], **kwargs) -> Completion:
         completion = self.model.generate(messages, **kwargs)
-        self.meter.add_llm(self.role, completion.seconds, completion.prompt_tokens, completion.completion_tokens)
+        self.meter.add_llm(self.role, completion.seconds, completion.prompt_tokens, completion.completion_tokens,
+                           completion.cached_tokens)
         return completion
 
     def stream(self, messages: list[dict], **kwargs) -> Iterator[str | Completion]:
         for item in self.model.stream(messages, **kwargs):
             if isinstance(item, Completion):
-                self.meter.add_llm(self.role, item.seconds, item.prompt_tokens, item.completion_tokens)
+                self.meter.add_llm(self.role, item.seconds, item.prompt_tokens, item.completion_tokens,
+                                   item.cached_tokens)
             yield item
 
     def choose(self, messages: list[dict], options: Sequence[str], **kwargs) -> Choice:

@@ -48,6 +48,7 @@ def summarize(rows: list[EvalRow]) -> dict:
             "llm_calls": _round(mean([r.llm_calls for r in rows]), 2),
             "prompt_tokens": _round(mean([r.prompt_tokens for r in rows]), 1),
             "completion_tokens": _round(mean([r.completion_tokens for r in rows]), 1),
+            "cached_prompt_tokens": _round(mean([r.cached_prompt_tokens for r in rows]), 1),
             "tool_calls": _round(mean([r.tool_calls for r in rows]), 2),
             "memories_used": _round(mean([r.memories_used for r in rows]), 2),
         },

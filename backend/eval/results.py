@@ -51,6 +51,7 @@ class EvalRow:
     run_id: str = ""
     error: str | None = None
     calls_by_role: dict[str, int] = field(default_factory=dict)
+    cached_prompt_tokens: int = 0  # of prompt_tokens, read from a local model's prompt cache
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)

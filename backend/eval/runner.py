@@ -88,6 +88,7 @@ def row_from_events(index: int, question: EvalQuestion, method: str, events: lis
         llm_calls=int(stats.get("llm_calls", 0)),
         prompt_tokens=int(stats.get("prompt_tokens", 0)),
         completion_tokens=int(stats.get("completion_tokens", 0)),
+        cached_prompt_tokens=int(stats.get("cached_prompt_tokens", 0)),
         tool_calls=int(stats.get("tool_calls", 0)),
         # A failed run reports no split; its time is kept whole and left out of the split in reports.
         wall_seconds=float(stats.get("wall_seconds", round(harness_seconds, 3))),

@@ -45,6 +45,7 @@ class _Slot:
     def __init__(self, context, batch) -> None:
         self.context, self.batch = context, batch
         self.tokens: list[int] = []
+        self.reused = 0  # prompt tokens the last prompt found in this cache
 
 
 class _SlotPool:
@@ -182,7 +183,7 @@ class LlamaCppChatModel(InProcessChatModel):
             return Completion(
                 text=decoded.text, prompt_tokens=len(prompt_ids), completion_tokens=decoded.produced,
                 seconds=time.perf_counter() - started, finish_reason=decoded.finish_reason,
-                logprobs=decoded.details if logprobs is not None else None,
+                logprobs=decoded.details if logprobs is not None else None, cached_tokens=slot.reused,
             )
 
         return stream_in_thread(produce, "llamacpp-decode")
@@ -268,6 +269,7 @@ class LlamaCppChatModel(InProcessChatModel):
         del slot.tokens[keep:]
         new = ids[keep:]
         if is_prompt:
+            slot.reused = keep
             with self._stats_lock:
                 self.prompt_tokens_total += len(ids)
                 self.prompt_tokens_cached += keep

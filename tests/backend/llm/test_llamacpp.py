@@ -72,10 +72,11 @@ def test_the_next_turn_reuses_the_cached_prompt(model):
     first = model.generate(CHAT, max_new_tokens=8)
     before = model.cache_stats()
     follow_up = CHAT + [{"role": "assistant", "content": first.text}, {"role": "user", "content": "And two more?"}]
-    model.generate(follow_up, max_new_tokens=4)
+    second = model.generate(follow_up, max_new_tokens=4)
     after = model.cache_stats()
     # The whole first prompt (all but its last token at most) came from the slot's cache.
     assert after["cached_tokens"] - before["cached_tokens"] >= first.prompt_tokens - 1
+    assert first.prompt_tokens - 1 <= second.cached_tokens < second.prompt_tokens
 
 
 def test_choose_scores_options_by_their_token_log_probabilities(model):
