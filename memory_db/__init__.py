@@ -11,6 +11,7 @@ from .errors import (
     MemoryNotFoundError,
     MemoryStoreError,
     UndoConflictError,
+    UnreadableMemoryError,
 )
 from .records import (
     MODALITIES,
@@ -20,6 +21,7 @@ from .records import (
     Memory,
     NewMemory,
     ScoredMemory,
+    UnreadableMemory,
 )
 from .store import MemoryStore
 from .vector_index import IndexSettings
@@ -28,5 +30,5 @@ __all__ = [
     "CapacityError", "ContrastiveMemories", "Embedder", "HistoryEntry", "HistoryNotFoundError",
     "ImportFileError", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
     "MemoryNotFoundError", "MemoryStore", "MemoryStoreError", "NewMemory", "QUESTION_TYPES",
-    "ScoredMemory", "UndoConflictError", "get_embedder",
+    "ScoredMemory", "UndoConflictError", "UnreadableMemory", "UnreadableMemoryError", "get_embedder",
 ]

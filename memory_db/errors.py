@@ -37,6 +37,19 @@ class InvalidMemoryError(MemoryStoreError, ValueError):
     """A field of a memory (or of a request) has a value the store cannot accept."""
 
 
+class UnreadableMemoryError(InvalidMemoryError):
+    """A stored row holds values no memory may have (written before every write was validated)."""
+
+    def __init__(self, memory_id: str, namespace: str, reason: str):
+        self.memory_id = memory_id
+        self.namespace = namespace
+        self.reason = reason
+        super().__init__(
+            f"Memory {memory_id!r:.60} in namespace {namespace!r:.60} cannot be read ({reason}); delete it "
+            "(Delete in the Memory view, or MemoryStore.delete) and add it again if it is still needed."
+        )
+
+
 class ImportFileError(MemoryStoreError, ValueError):
     """A JSONL file given to import_jsonl is malformed; nothing was imported."""
 

@@ -9,8 +9,8 @@ from sqlalchemy import Connection, Engine, func, select
 
 from .approximate import faiss_available, training_size_for
 from .embedder import EMBEDDING_DIM
-from .records import Memory
-from .rows import vectors_from_bytes
+from .records import MODALITIES, Memory
+from .rows import vectors_from_bytes, vectors_problem
 from .schema import memories
 from .vector_index import QUESTION_TYPE_CODES, BucketIndex, IndexSettings, NamespaceIndex
 from .versions import read_version
@@ -29,6 +29,8 @@ def load_namespace(engine: Engine, namespace: str, settings: IndexSettings) -> t
             .group_by(memories.c.modality)
         ).all())
         for modality, size in sizes.items():
+            if modality not in MODALITIES:  # unreadable rows (MemoryStore.unreadable reports them)
+                continue
             _load_bucket(conn, index.bucket(modality), namespace, modality, size, settings)
     return index, version
 
@@ -47,7 +49,7 @@ def _load_bucket(conn: Connection, bucket: BucketIndex, namespace: str, modality
     pending: list[tuple] = []
     result = conn.execution_options(yield_per=LOAD_CHUNK_ROWS).execute(query)
     for chunk in result.partitions():
-        pending.append(_columns_of(chunk, bucket.with_captions))
+        pending.append(_columns_of(_indexable(chunk, modality), bucket.with_captions))
         if bucket.ann is None and approximate:
             if sum(len(part[0]) for part in pending) < needed_for_training:
                 continue
@@ -59,6 +61,12 @@ def _load_bucket(conn: Connection, bucket: BucketIndex, namespace: str, modality
         bucket.start_approximate(size, np.concatenate([part[1] for part in pending]))
     for part in pending:
         bucket.add_many(*part)
+
+
+def _indexable(rows: Iterable[Any], modality: str) -> list[Any]:
+    """The rows the index can hold; the others are unreadable and reported by MemoryStore.unreadable."""
+    return [r for r in rows if r.question_type in QUESTION_TYPE_CODES and vectors_problem(
+        modality, len(r.question_embedding), None if r.caption_embedding is None else len(r.caption_embedding)) is None]
 
 
 def _columns_of(chunk: Iterable[Any], with_captions: bool) -> tuple:

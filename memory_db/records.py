@@ -84,3 +84,11 @@ class HistoryEntry:
     after: dict | None
     actor: str
     created_at: datetime
+
+
+@dataclass
+class UnreadableMemory:
+    """A stored row that cannot be read as a memory, and why; MemoryStore.delete removes it."""
+
+    memory_id: str
+    reason: str

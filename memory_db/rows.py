@@ -1,18 +1,17 @@
-"""Conversions between database rows, Memory records and JSON snapshots; input validation."""
+"""Conversions between database rows and Memory records; what a stored row must hold to be read."""
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from .embedder import EMBEDDING_DIM
-from .errors import InvalidMemoryError
-from .records import MAX_SUMMARY_WORDS, QUESTION_TYPES, Memory, NewMemory
+from .errors import InvalidMemoryError, UnreadableMemoryError
+from .records import MODALITIES, QUESTION_TYPES, Memory, modality_for
 from .schema import memories
 
-MAX_NAMESPACE_LENGTH = 200
+VECTOR_BYTES = 4 * EMBEDDING_DIM
 # Every column but the embeddings: what get/list/search read back.
 MEMORY_COLUMNS = [c for c in memories.c if c.name not in ("question_embedding", "caption_embedding")]
 CONTENT_FIELDS = ("question", "caption", "summary", "plan", "correct", "question_type", "pinned", "provenance")
@@ -34,14 +33,48 @@ def from_db_time(moment: datetime) -> datetime:
     return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
+def row_problem(row: Any) -> str | None:
+    """Why a stored row cannot be read back as a Memory (rows written before every write path was
+    validated may hold anything), or None. Only shapes that would break a reader are checked."""
+    if row.question_type not in QUESTION_TYPES:
+        return f"question type {row.question_type!r:.40} is unknown"
+    if not all(isinstance(value, str) for value in (row.question, row.summary, row.plan)):
+        return "its question, summary or plan is not text"
+    if row.caption is not None and not isinstance(row.caption, str):
+        return "its caption is not text"
+    if row.modality not in MODALITIES or row.modality != modality_for(row.caption):
+        return f"modality {row.modality!r:.40} does not match its caption"
+    if not isinstance(row.provenance, dict):
+        return f"its provenance is a JSON {type(row.provenance).__name__}, not an object"
+    usage, success = row.usage_count, row.success_count
+    if not (isinstance(usage, int) and isinstance(success, int) and 0 <= success <= usage and usage >= 1):
+        return f"its counts {success!r:.20}/{usage!r:.20} are impossible"
+    if not (isinstance(row.created_at, datetime) and isinstance(row.updated_at, datetime)):
+        return "its timestamps are not times"
+    return None
+
+
+def vectors_problem(modality: str, question_bytes: int | None, caption_bytes: int | None) -> str | None:
+    """Why stored embeddings cannot go into the vector index (lengths in bytes), or None."""
+    if question_bytes != VECTOR_BYTES:
+        return f"its question embedding has {question_bytes} bytes, not {VECTOR_BYTES}"
+    if modality == "text+image" and caption_bytes not in (None, VECTOR_BYTES):
+        return f"its caption embedding has {caption_bytes} bytes, not {VECTOR_BYTES}"
+    return None
+
+
 def memory_from_row(row: Any) -> Memory:
+    """The row as a Memory; UnreadableMemoryError (naming the row) when it cannot be one."""
+    problem = row_problem(row)
+    if problem is not None:
+        raise UnreadableMemoryError(row.id, row.namespace, problem)
     return Memory(
         id=row.id, namespace=row.namespace, question=row.question, caption=row.caption,
         summary=row.summary, plan=row.plan, correct=bool(row.correct),
         question_type=row.question_type, modality=row.modality,
         usage_count=int(row.usage_count), success_count=int(row.success_count),
         win_rate=int(row.success_count) / max(int(row.usage_count), 1), pinned=bool(row.pinned),
-        provenance=dict(row.provenance or {}),
+        provenance=dict(row.provenance),
         created_at=from_db_time(row.created_at), updated_at=from_db_time(row.updated_at),
     )
 
@@ -58,81 +91,9 @@ def row_values(memory: Memory) -> dict[str, Any]:
     }
 
 
-def memory_from_json(data: dict[str, Any]) -> Memory:
-    """Inverse of Memory.to_json_dict (used by undo and import; input already validated)."""
-    return Memory(
-        id=data["id"], namespace=data["namespace"], question=data["question"],
-        caption=data["caption"], summary=data["summary"], plan=data["plan"],
-        correct=data["correct"], question_type=data["question_type"], modality=data["modality"],
-        usage_count=data["usage_count"], success_count=data["success_count"],
-        win_rate=data["success_count"] / max(data["usage_count"], 1), pinned=data["pinned"],
-        provenance=data["provenance"],
-        created_at=from_db_time(datetime.fromisoformat(data["created_at"])),
-        updated_at=from_db_time(datetime.fromisoformat(data["updated_at"])),
-    )
-
-
 def vector_to_bytes(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
 def vectors_from_bytes(blobs: list[bytes]) -> np.ndarray:
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, EMBEDDING_DIM)
-
-
-def check_namespace(namespace: str) -> str:
-    if not isinstance(namespace, str) or not namespace.strip() or len(namespace) > MAX_NAMESPACE_LENGTH:
-        raise InvalidMemoryError(
-            f"Namespace {namespace!r} is not valid; use a non-empty string of at most "
-            f"{MAX_NAMESPACE_LENGTH} characters (e.g. the user's name)."
-        )
-    return namespace
-
-
-def check_question_type(question_type: str) -> str:
-    if question_type not in QUESTION_TYPES:
-        raise InvalidMemoryError(
-            f"Question type {question_type!r} is unknown; use one of: {', '.join(QUESTION_TYPES)}."
-        )
-    return question_type
-
-
-def check_text(name: str, value: Any, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise InvalidMemoryError(f"Field {name!r} must be a non-empty string, got {value!r:.80}.")
-    if "\x00" in value:  # PostgreSQL cannot store NUL in text; refuse it everywhere alike
-        raise InvalidMemoryError(f"Field {name!r} contains a NUL character; remove it and try again.")
-    return value
-
-
-def check_summary(summary: Any) -> str:
-    check_text("summary", summary)
-    words = len(summary.split())
-    if words > MAX_SUMMARY_WORDS:
-        raise InvalidMemoryError(
-            f"The workflow summary has {words} words; shorten it to at most {MAX_SUMMARY_WORDS}."
-        )
-    return summary
-
-
-def check_provenance(provenance: Any) -> dict:
-    if not isinstance(provenance, dict):
-        raise InvalidMemoryError(f"Provenance must be a dict (JSON object), got {type(provenance).__name__}.")
-    try:
-        json.dumps(provenance, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidMemoryError(f"Provenance must be JSON-serialisable: {exc}.") from exc
-    return provenance
-
-
-def check_new_memory(new: NewMemory) -> None:
-    check_namespace(new.namespace)
-    check_text("question", new.question)
-    check_summary(new.summary)
-    check_text("plan", new.plan, allow_empty=True)
-    if not isinstance(new.correct, bool):
-        raise InvalidMemoryError(f"Field 'correct' must be True or False, got {new.correct!r}.")
-    if new.caption is not None:
-        check_text("caption", new.caption)
-    check_question_type(new.question_type)
-    check_provenance(new.provenance)

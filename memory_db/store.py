@@ -19,7 +19,13 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 
 from .database import migrate, open_engine
 from .embedder import Embedder, get_embedder
-from .errors import CapacityError, HistoryNotFoundError, ImportFileError, InvalidMemoryError, MemoryNotFoundError
+from .errors import (
+    CapacityError,
+    HistoryNotFoundError,
+    ImportFileError,
+    InvalidMemoryError,
+    MemoryNotFoundError,
+)
 from .history import history_entry, reverted_state
 from .lifecycle import EXACT_DUPLICATE_SIMILARITY, eviction_order, new_is_better, replaces_exact_duplicate
 from .loading import index_new_rows, load_namespace
@@ -30,30 +36,43 @@ from .records import (
     Memory,
     NewMemory,
     ScoredMemory,
+    UnreadableMemory,
     modality_for,
 )
 from .rows import (
     MEMORY_COLUMNS,
+    memory_from_row,
+    row_problem,
+    row_values,
+    to_db_time,
+    utc_now,
+    vector_to_bytes,
+    vectors_problem,
+)
+from .schema import memories, memory_history
+from .snapshots import memory_from_record
+from .transfer import read_import_file, write_export
+from .validation import (
+    check_memory,
     check_namespace,
     check_new_memory,
     check_question_type,
     check_summary,
     check_text,
-    memory_from_json,
-    memory_from_row,
-    row_values,
-    to_db_time,
-    utc_now,
-    vector_to_bytes,
 )
-from .schema import memories, memory_history
-from .transfer import read_import_file, write_export
 from .vector_index import IndexEntry, IndexSettings, NamespaceIndex
 from .versions import bump_version, read_version
 
 LIST_ORDERS = ("created_at", "updated_at", "win_rate", "usage_count")
 
 IndexOp = Callable[[], None]
+
+
+def _unindex(index: NamespaceIndex, modality: str, row_id: int) -> None:
+    """Take a deleted row out of the index; an unreadable row may never have been put in."""
+    bucket = index.buckets.get(modality)
+    if bucket is not None and bucket.position(row_id) is not None:
+        bucket.remove(row_id)
 
 
 class MemoryStore:
@@ -159,15 +178,18 @@ class MemoryStore:
         })
         return int(result.inserted_primary_key[0])
 
-    def _write_state(self, conn: Connection, index: NamespaceIndex, current_row: Any | None,
+    def _write_state(self, conn: Connection, index: NamespaceIndex, namespace: str, current_row: Any | None,
                      target: Memory | None, vectors: tuple[np.ndarray, np.ndarray | None] | None,
                      ops: list[IndexOp]) -> int | None:
         """Make the database hold `target` (None: nothing) where `current_row` was; queue the
-        matching index updates. `vectors` are needed when the question or caption changes."""
+        matching index updates. `vectors` are needed when the question or caption changes.
+        Every write of a memory passes here, so every one is checked for `namespace` here."""
+        if target is not None:
+            check_memory(target, namespace)
         if current_row is not None and (target is None or target.modality != current_row.modality):
             conn.execute(delete(memories).where(memories.c.row_id == current_row.row_id))
-            old_bucket, old_row_id = index.bucket(current_row.modality), current_row.row_id
-            ops.append(lambda: old_bucket.remove(old_row_id))
+            old_modality, old_row_id = current_row.modality, current_row.row_id
+            ops.append(lambda: _unindex(index, old_modality, old_row_id))
             current_row = None
         if target is None:
             return None
@@ -213,9 +235,9 @@ class MemoryStore:
             )
         for row_id in victims:
             row = conn.execute(select(*MEMORY_COLUMNS).where(memories.c.row_id == row_id)).one()
-            victim = memory_from_row(row)
-            self._write_state(conn, index, row, None, None, ops)
-            self._record_history(conn, victim.id, namespace, "evict", victim, None, actor)
+            victim = None if row_problem(row) else memory_from_row(row)
+            self._write_state(conn, index, namespace, row, None, None, ops)
+            self._record_history(conn, row.id, namespace, "evict", victim, None, actor)
 
     # ---- adding and retrieving --------------------------------------------------------------
     def add(self, new: NewMemory, *, actor: str = "manager", keep_contrast: bool = False) -> Memory:
@@ -240,10 +262,12 @@ class MemoryStore:
             )
             nearest = index.bucket(modality).nearest(*vectors, correct=new.correct if keep_contrast else None)
             duplicate_floor = min(EXACT_DUPLICATE_SIMILARITY, self._merge_threshold or 1.0)
+            existing_row = None
             if nearest is not None and nearest[1] >= duplicate_floor:
                 existing_row = conn.execute(
                     select(*MEMORY_COLUMNS).where(memories.c.row_id == nearest[0])
                 ).one()
+            if existing_row is not None and row_problem(existing_row) is None:  # an unreadable row is no duplicate
                 existing = memory_from_row(existing_row)
                 similarity = nearest[1]
                 if similarity >= EXACT_DUPLICATE_SIMILARITY:
@@ -262,7 +286,7 @@ class MemoryStore:
                     )
                     return self._update_existing(conn, index, ops, existing_row, existing, target,
                                                  vectors if base is fresh else None, "merge", actor)
-            row_id = self._write_state(conn, index, None, fresh, vectors, ops)
+            row_id = self._write_state(conn, index, new.namespace, None, fresh, vectors, ops)
             self._record_history(conn, fresh.id, new.namespace, "add", None, fresh, actor)
             self._evict_over_capacity(conn, index, new.namespace, row_id, actor, ops)
             return fresh
@@ -271,7 +295,7 @@ class MemoryStore:
 
     def _update_existing(self, conn, index, ops, existing_row, existing: Memory, target: Memory,
                          vectors, action: str, actor: str) -> Memory:
-        self._write_state(conn, index, existing_row, target, vectors, ops)
+        self._write_state(conn, index, existing.namespace, existing_row, target, vectors, ops)
         self._record_history(conn, existing.id, existing.namespace, action, existing, target, actor)
         return target
 
@@ -322,7 +346,8 @@ class MemoryStore:
         # By primary key alone: with "namespace = ?" added, SQLite may walk the namespace index
         # (every row of a big namespace) instead. The namespace is checked on the rows instead.
         rows = conn.execute(select(*MEMORY_COLUMNS).where(memories.c.row_id.in_(row_ids))).all()
-        return {row.row_id: memory_from_row(row) for row in rows if row.namespace == namespace}
+        return {row.row_id: memory_from_row(row) for row in rows
+                if row.namespace == namespace and row_problem(row) is None}
 
     def record_outcome(self, memory_ids: list[str], *, correct: bool, namespace: str = "default",
                        missing_ok: bool = False) -> None:
@@ -392,7 +417,22 @@ class MemoryStore:
                                memories.c.row_id.desc() if descending else memories.c.row_id.asc())
         with self._engine.connect() as conn:
             rows = conn.execute(query.limit(limit).offset(offset)).all()
-        return [memory_from_row(row) for row in rows]
+        return [memory_from_row(row) for row in rows if row_problem(row) is None]
+
+    def unreadable(self, *, namespace: str) -> list[UnreadableMemory]:
+        """Rows of `namespace` that cannot be read as memories, and why (list, search and export
+        leave them out; delete removes them)."""
+        check_namespace(namespace)
+        query = (select(*MEMORY_COLUMNS, func.length(memories.c.question_embedding).label("question_bytes"),
+                        func.length(memories.c.caption_embedding).label("caption_bytes"))
+                 .where(memories.c.namespace == namespace).order_by(memories.c.row_id))
+        found = []
+        with self._engine.connect() as conn:
+            for row in conn.execution_options(yield_per=1000).execute(query):
+                reason = row_problem(row) or vectors_problem(row.modality, row.question_bytes, row.caption_bytes)
+                if reason is not None:
+                    found.append(UnreadableMemory(memory_id=row.id, reason=reason))
+        return found
 
     def count(self, *, namespace: str, correct: bool | None = None) -> int:
         check_namespace(namespace)
@@ -415,9 +455,13 @@ class MemoryStore:
             row = self._row(conn, namespace, memory_id)
             if row is None:
                 raise MemoryNotFoundError(memory_id, namespace)
+            if action == "delete" and row_problem(row) is not None:  # removable, though unreadable
+                self._write_state(conn, index, namespace, row, None, None, ops)
+                self._record_history(conn, memory_id, namespace, action, None, None, actor)
+                return None
             before = memory_from_row(row)
             after = mutate(before)
-            self._write_state(conn, index, row, after, None, ops)
+            self._write_state(conn, index, namespace, row, after, None, ops)
             self._record_history(conn, memory_id, namespace, action, before, after, actor)
             return after
 
@@ -475,8 +519,7 @@ class MemoryStore:
         if row is None:
             raise HistoryNotFoundError(history_id, namespace)
         entry = history_entry(row)
-        before = memory_from_json(entry.before) if entry.before else None
-        after = memory_from_json(entry.after) if entry.after else None
+        before, after = (self._snapshot(entry, side, namespace) for side in ("before", "after"))
 
         def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> Memory | None:
             current_row = self._row(conn, namespace, entry.memory_id)
@@ -485,13 +528,29 @@ class MemoryStore:
             text_changed = current is None or (
                 target is not None and (target.question, target.caption) != (current.question, current.caption))
             vectors = self._encode(target.question, target.caption) if target is not None and text_changed else None
-            row_id = self._write_state(conn, index, current_row, target, vectors, ops)
+            row_id = self._write_state(conn, index, namespace, current_row, target, vectors, ops)
             self._record_history(conn, entry.memory_id, namespace, "undo", current, target, actor)
             if current is None:
                 self._evict_over_capacity(conn, index, namespace, row_id, actor, ops)
             return target
 
         return self._commit(namespace, work)
+
+    @staticmethod
+    def _snapshot(entry: HistoryEntry, side: str, namespace: str) -> Memory | None:
+        """A history entry's before/after state as a memory of `namespace` and of the entry's memory,
+        validated as a new memory is: an entry imported before imports were validated may name
+        another namespace or hold values no memory may have."""
+        data = getattr(entry, side)
+        if data is None:
+            return None
+        try:
+            return memory_from_record(data, namespace=namespace, now=utc_now(), memory_id=entry.memory_id,
+                                      complete=True)
+        except (InvalidMemoryError, KeyError, TypeError, ValueError) as exc:
+            raise InvalidMemoryError(
+                f"History entry {entry.id} cannot be undone: its {side!r} state is not a valid memory "
+                f"({str(exc).rstrip('.')}).") from None
 
     # ---- export / import ----------------------------------------------------------------------
     def export_jsonl(self, namespace: str, fp: IO | str | Path, *, include_history: bool = True) -> int:
@@ -504,8 +563,9 @@ class MemoryStore:
             nonlocal written
             query = select(*MEMORY_COLUMNS).where(memories.c.namespace == namespace).order_by(memories.c.row_id)
             for row in conn.execution_options(yield_per=1000).execute(query):
-                written += 1
-                yield memory_from_row(row)
+                if row_problem(row) is None:  # unreadable rows are left out (MemoryStore.unreadable)
+                    written += 1
+                    yield memory_from_row(row)
 
         def changes(conn: Connection):
             if include_history:
@@ -546,14 +606,14 @@ class MemoryStore:
                                       f"memory id {ids[first]!r} already exists in namespace {namespace!r}")
             payload = []
             for memory, (question_vector, caption_vector) in zip(parsed.memories, vectors):
-                values = row_values(memory)
+                values = row_values(check_memory(memory, namespace))
                 values["question_embedding"] = vector_to_bytes(question_vector)
                 values["caption_embedding"] = vector_to_bytes(caption_vector) if caption_vector is not None else None
                 payload.append(values)
             row_ids = conn.execute(insert(memories).returning(memories.c.row_id, sort_by_parameter_order=True),
                                    payload).scalars().all()
             if parsed.history:
-                conn.execute(insert(memory_history), [dict(h, namespace=namespace) for h in parsed.history])
+                conn.execute(insert(memory_history), parsed.history)
             ops.append(lambda: index_new_rows(index, parsed.memories, row_ids, vectors))
             self._evict_over_capacity(conn, index, namespace, None, actor, ops)
             return len(payload)

@@ -6,7 +6,6 @@ object per line with "type": "memory" (the fields of Memory) or "type": "history
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,25 +14,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from .errors import ImportFileError, InvalidMemoryError
-from .records import MODALITIES, HistoryEntry, Memory, modality_for
-from .rows import (
-    check_provenance,
-    check_question_type,
-    check_summary,
-    check_text,
-    from_db_time,
-    memory_from_json,
-    to_db_time,
-    utc_now,
-)
+from .records import HistoryEntry, Memory
+from .rows import to_db_time, utc_now
+from .snapshots import memory_from_record
+from .validation import MAX_JSON_DEPTH, check_memory_id, check_text, check_timestamp
 
 FORMAT_NAME = "mia-memories"
 FORMAT_VERSION = 1
 MAX_LINE_BYTES = 1_000_000
-MEMORY_FIELDS = {
-    "type", "id", "namespace", "question", "caption", "summary", "plan", "correct", "question_type",
-    "modality", "usage_count", "success_count", "win_rate", "pinned", "provenance", "created_at", "updated_at",
-}
+MAX_INTEGER_DIGITS = 20  # longer integer literals are refused by field, before Python's own limit
 HISTORY_FIELDS = {"type", "id", "memory_id", "namespace", "action", "before", "after", "actor", "created_at"}
 HISTORY_ACTIONS = {"add", "replace", "merge", "edit", "relabel", "pin", "unpin", "delete", "evict", "undo", "import"}
 
@@ -42,7 +31,7 @@ HISTORY_ACTIONS = {"add", "replace", "merge", "edit", "relabel", "pin", "unpin",
 class ParsedImport:
     memories: list[Memory] = field(default_factory=list)
     line_numbers: list[int] = field(default_factory=list)
-    history: list[dict[str, Any]] = field(default_factory=list)  # rows for memory_history (no namespace)
+    history: list[dict[str, Any]] = field(default_factory=list)  # rows for memory_history
 
 
 @contextmanager
@@ -90,19 +79,69 @@ def _lines(handle: IO) -> Iterable[tuple[int, str]]:
         yield number, line
 
 
+class LongIntegerLiteral:
+    """Stands for an integer literal too long to be any field's value, so the field that holds it
+    is named when it is validated (Python's own limit would stop the whole line unnamed)."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"a {self.digits}-digit integer"
+
+
+def _integer(literal: str) -> int | LongIntegerLiteral:
+    return int(literal) if len(literal) <= MAX_INTEGER_DIGITS else LongIntegerLiteral(len(literal.lstrip("-")))
+
+
+def _field_nested_too_deep(line: str) -> str:
+    """The key path at which `line` nests deeper than MAX_JSON_DEPTH (for the error message only;
+    called after the parser gave up on a line nested far deeper than that)."""
+    keys: list[str | None] = []  # per open container, the key being read in it
+    in_string = escaped = False
+    start, last_string = 0, ""
+    for position, char in enumerate(line):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string, last_string = False, line[start:position]
+        elif char == '"':
+            in_string, start = True, position + 1
+        elif char == ":" and keys:
+            keys[-1] = last_string
+        elif char in "[{":
+            keys.append(None)
+            if len(keys) > MAX_JSON_DEPTH + 1:
+                break
+        elif char in "]}" and keys:
+            keys.pop()
+    return ".".join(key for key in keys if key)[:120] or "(the line itself)"
+
+
+def _parse_line(number: int, line: str) -> Any:
+    try:
+        return json.loads(line, parse_int=_integer)
+    except json.JSONDecodeError as exc:
+        raise ImportFileError(number, f"the line is not valid JSON ({exc.msg})") from exc
+    except RecursionError:
+        raise ImportFileError(number, f"field {_field_nested_too_deep(line)!r} is nested deeper than "
+                                      f"{MAX_JSON_DEPTH} levels") from None
+
+
 def read_import_file(fp: IO | str | Path, namespace: str) -> ParsedImport:
-    """Parse and validate a whole export; memories land in `namespace` whatever the file says."""
+    """Parse and validate a whole export; everything lands in `namespace` whatever the file says."""
     parsed = ParsedImport()
     seen_ids: dict[str, int] = {}
+    now = utc_now()
     with _opened(fp, "r") as handle:
         try:
             for number, line in _lines(handle):
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ImportFileError(number, f"the line is not valid JSON ({exc.msg})") from exc
+                record = _parse_line(number, line)
                 if not isinstance(record, dict):
                     raise ImportFileError(number, "each line must be a JSON object")
                 if "format" in record:
@@ -111,7 +150,7 @@ def read_import_file(fp: IO | str | Path, namespace: str) -> ParsedImport:
                 kind = record.get("type", "memory")
                 try:
                     if kind == "memory":
-                        memory = _memory_from_record(record, namespace)
+                        memory = memory_from_record(record, namespace=namespace, now=now)
                         if memory.id in seen_ids:
                             raise InvalidMemoryError(
                                 f"memory id {memory.id!r} appears twice (first on line {seen_ids[memory.id]})")
@@ -119,12 +158,10 @@ def read_import_file(fp: IO | str | Path, namespace: str) -> ParsedImport:
                         parsed.memories.append(memory)
                         parsed.line_numbers.append(number)
                     elif kind == "history":
-                        parsed.history.append(_history_from_record(record))
+                        parsed.history.append(_history_from_record(record, namespace, now))
                     else:
-                        raise InvalidMemoryError(f"unknown record type {kind!r} (use 'memory' or 'history')")
-                except ImportFileError:
-                    raise
-                except (InvalidMemoryError, KeyError, TypeError, ValueError) as exc:
+                        raise InvalidMemoryError(f"unknown record type {kind!r:.40} (use 'memory' or 'history')")
+                except (InvalidMemoryError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
                     raise ImportFileError(number, str(exc).rstrip(".")) from exc
         except UnicodeDecodeError as exc:
             raise ImportFileError(0, f"the file is not UTF-8 ({exc.reason})") from exc
@@ -133,90 +170,60 @@ def read_import_file(fp: IO | str | Path, namespace: str) -> ParsedImport:
 
 def _check_header(number: int, record: dict) -> None:
     if record.get("format") != FORMAT_NAME or record.get("version") != FORMAT_VERSION:
-        raise ImportFileError(number, f"unknown format {record.get('format')!r} version "
-                                      f"{record.get('version')!r}; expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
+        raise ImportFileError(number, f"unknown format {record.get('format')!r:.40} version "
+                                      f"{record.get('version')!r:.20}; expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
 
 
-def _require(record: dict, name: str, kind: type | tuple[type, ...]) -> Any:
+def _require(record: dict, name: str, kind: type) -> Any:
     if name not in record:
         raise InvalidMemoryError(f"field {name!r} is missing")
     value = record[name]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise InvalidMemoryError(f"field {name!r} must be {expected}, got {type(value).__name__}")
+    if not isinstance(value, kind):
+        raise InvalidMemoryError(f"field {name!r} must be {kind.__name__}, got {type(value).__name__}")
     return value
 
 
-def _timestamp(record: dict, name: str) -> datetime:
-    if name not in record:
-        return utc_now()
-    value = _require(record, name, str)
+def _history_time(record: dict) -> datetime:
+    value = _require(record, "created_at", str)
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise InvalidMemoryError(f"field {name!r} is not an ISO timestamp: {value!r:.40}") from exc
+    except ValueError:
+        raise InvalidMemoryError(f"field 'created_at' is not an ISO timestamp: {value!r:.40}") from None
     if moment.tzinfo is None:
-        raise InvalidMemoryError(f"field {name!r} has no time zone: {value!r:.40}")
-    return from_db_time(moment)
+        raise InvalidMemoryError(f"field 'created_at' has no time zone: {value!r:.40}")
+    return check_timestamp("created_at", moment)
 
 
-def _memory_from_record(record: dict, namespace: str) -> Memory:
-    unknown = set(record) - MEMORY_FIELDS
-    if unknown:
-        raise InvalidMemoryError(f"unknown field(s) {', '.join(sorted(unknown))}")
-    memory_id = _require(record, "id", str)
-    try:
-        uuid.UUID(memory_id)
-    except ValueError as exc:
-        raise InvalidMemoryError(f"field 'id' must be a UUID, got {memory_id!r:.40}") from exc
-    question = check_text("question", _require(record, "question", str))
-    caption = record.get("caption")
-    if caption is not None:
-        check_text("caption", caption)
-    modality = record.get("modality", modality_for(caption))
-    if modality not in MODALITIES or modality != modality_for(caption):
-        raise InvalidMemoryError(f"field 'modality' is {modality!r} but the caption makes it {modality_for(caption)!r}")
-    usage = record.get("usage_count", 1)
-    success = record.get("success_count", 1)
-    for name, value in (("usage_count", usage), ("success_count", success)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InvalidMemoryError(f"field {name!r} must be an integer")
-    if not 0 <= success <= usage or usage < 1:
-        raise InvalidMemoryError(f"counts must satisfy 0 <= success_count <= usage_count and usage_count >= 1, "
-                                 f"got {success}/{usage}")
-    pinned = record.get("pinned", False)
-    if not isinstance(pinned, bool):
-        raise InvalidMemoryError("field 'pinned' must be true or false")
-    return Memory(
-        id=memory_id, namespace=namespace, question=question, caption=caption,
-        summary=check_summary(_require(record, "summary", str)),
-        plan=check_text("plan", _require(record, "plan", str), allow_empty=True),
-        correct=_require(record, "correct", bool),
-        question_type=check_question_type(record.get("question_type", "others")),
-        modality=modality, usage_count=usage, success_count=success, win_rate=success / usage,
-        pinned=pinned, provenance=check_provenance(record.get("provenance", {})),
-        created_at=_timestamp(record, "created_at"), updated_at=_timestamp(record, "updated_at"),
-    )
-
-
-def _history_from_record(record: dict) -> dict[str, Any]:
+def _history_from_record(record: dict, namespace: str, now: datetime) -> dict[str, Any]:
+    """A memory_history row for `namespace`: its snapshots are validated as memories of that
+    namespace and of the entry's own memory id, whatever namespace or id they name themselves."""
     unknown = set(record) - HISTORY_FIELDS
     if unknown:
-        raise InvalidMemoryError(f"unknown field(s) {', '.join(sorted(unknown))}")
+        raise InvalidMemoryError(f"unknown field(s) {', '.join(sorted(map(str, unknown)))[:200]}")
     action = _require(record, "action", str)
     if action not in HISTORY_ACTIONS:
-        raise InvalidMemoryError(f"unknown history action {action!r}")
-    snapshots = {}
+        raise InvalidMemoryError(f"unknown history action {action!r:.40}")
+    memory_id = _require(record, "memory_id", str)
+    try:
+        check_memory_id(memory_id)
+    except InvalidMemoryError:
+        raise InvalidMemoryError(f"field 'memory_id' must be a UUID, got {memory_id!r:.40}") from None
+    snapshots: dict[str, dict | None] = {}
     for name in ("before", "after"):
         value = record.get(name)
-        if value is not None:
-            if not isinstance(value, dict):
-                raise InvalidMemoryError(f"field {name!r} must be an object or null")
-            memory_from_json({**value, "namespace": value.get("namespace", "")})  # must be a full snapshot
-        snapshots[name] = value
+        if value is None:
+            snapshots[name] = None
+            continue
+        if not isinstance(value, dict):
+            raise InvalidMemoryError(f"field {name!r} must be an object or null")
+        try:
+            snapshot = memory_from_record(value, namespace=namespace, now=now, memory_id=memory_id, complete=True)
+        except InvalidMemoryError as exc:
+            raise InvalidMemoryError(f"history {name!r} snapshot: {str(exc).rstrip('.')}") from exc
+        snapshots[name] = snapshot.to_json_dict()
     return {
-        "memory_id": _require(record, "memory_id", str), "action": action,
+        "memory_id": memory_id, "namespace": namespace, "action": action,
         "before": snapshots["before"], "after": snapshots["after"],
-        "actor": _require(record, "actor", str)[:200],
-        "created_at": to_db_time(_timestamp(record, "created_at")),
+        "actor": check_text("actor", _require(record, "actor", str), allow_empty=True)[:200],
+        "created_at": to_db_time(_history_time(record)),
     }

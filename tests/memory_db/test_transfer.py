@@ -61,6 +61,13 @@ def memory_line(**overrides) -> str:
 GOOD = memory_line()
 
 
+def nested_lists(depth: int):
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize("bad_line, line_number, reason", [
     ("{not json", 2, "not valid JSON"),
     ("[1, 2]", 2, "must be a JSON object"),
@@ -74,6 +81,17 @@ GOOD = memory_line()
     (memory_line(type="script"), 2, "unknown record type"),
     (GOOD, 2, "appears twice (first on line 1)"),
     ('{"type": "memory", "summary": "' + "x" * 1_100_000 + '"}', 2, "longer than 1000000 bytes"),
+    # Values Python parses but no database stores: each named by line and field, nothing imported.
+    (memory_line(created_at="0001-01-01T00:00:00+14:00"), 2, "'created_at' (0001-01-01T00:00:00+14:00) lies outside"),
+    (memory_line(usage_count=2**63), 2, "'usage_count' must be an integer from 1 to 2147483647"),
+    (memory_line()[:-1] + ', "usage_count": ' + "9" * 5000 + "}", 2, "'usage_count' must be an integer from 1 to"),
+    (memory_line(provenance={"score": 7}).replace('"score": 7', '"score": ' + "7" * 5000), 2, "'provenance.score' holds a 5000-digit integer"),
+    (memory_line()[:-1] + ', "provenance": ' + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "}", 2,
+     "'provenance.a.a.a"),
+    (memory_line(provenance={"a": nested_lists(33)}), 2,
+     "nested deeper than 32 levels"),
+    (memory_line(summary="lone \ud800 surrogate"), 2, "'summary' contains a lone UTF-16 surrogate"),
+    (memory_line(provenance={"ratio": float("nan")}), 2, "'provenance.ratio' holds nan"),
 ])
 def test_a_bad_line_rejects_the_whole_file_and_names_the_line(store, bad_line, line_number, reason):
     existing = fill(store)
