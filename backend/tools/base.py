@@ -2,15 +2,19 @@
 
 A tool never raises for bad arguments or for an unreachable resource: it answers ok=False with an
 error sentence that tells the model (or the user) what a valid call looks like or what to do instead.
+Even a failure nobody foresaw is such an answer, so one bad page or file never ends a whole run.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -139,6 +143,11 @@ class BaseTool:
             content, passages = self.run(arguments)
         except ToolError as failure:
             return self._failure(shown_arguments, str(failure), started)
+        except Exception as failure:  # a bug or an unforeseen input; logged in full, answered as a result
+            log.exception("tool %s failed on %r", self.name, shown_arguments)
+            error = (f"`{self.name}` failed unexpectedly ({type(failure).__name__}); "
+                     "try different arguments or another tool.")
+            return self._failure(shown_arguments, error, started)
         return ToolResult(
             name=self.name,
             arguments=shown_arguments,

@@ -15,7 +15,7 @@ import httpx
 from backend.tools.base import BaseTool, Passage, ToolError
 from backend.tools.html_text import html_title_and_paragraphs, text_paragraphs
 from backend.tools.text_ranking import rank_texts
-from backend.tools.url_safety import ResolvedURL, resolve_checked
+from backend.tools.url_safety import ResolvedURL, request_to_address, resolve_checked
 
 MAX_BYTES = 2_000_000
 MAX_REDIRECTS = 4
@@ -92,12 +92,7 @@ class VisitTool(BaseTool):
         """Send the GET to each checked address in turn until one accepts the connection."""
         url = str(target.url)
         for address in target.addresses:
-            request = client.build_request(
-                "GET",
-                target.url.copy_with(host=address, userinfo=b""),  # connect to the checked address only
-                headers={"Host": target.url.netloc.decode("ascii"), "User-Agent": USER_AGENT},
-                extensions={"sni_hostname": target.url.raw_host.decode("ascii")},  # TLS still checks the name
-            )
+            request = request_to_address(client, "GET", target, address, headers={"User-Agent": USER_AGENT})
             try:
                 return client.send(request, stream=True)
             except httpx.ConnectError as problem:
@@ -106,6 +101,10 @@ class VisitTool(BaseTool):
                 raise ToolError(f"{url} did not answer within {self.timeout_seconds:g} s; try another page.") from problem
             except httpx.HTTPError as problem:
                 raise ToolError(f"{url} cannot be reached ({type(problem).__name__}); try another page.") from problem
+            except httpx.InvalidURL as problem:  # httpx builds the next request of a redirect even unfollowed
+                raise ToolError(
+                    f"{url} redirects to an address that is not an http:// or https:// page; try another page."
+                ) from problem
         raise ToolError(f"{url} cannot be reached ({type(failure).__name__}); try another page.") from failure
 
     def _read_page(self, url: str, response: httpx.Response, deadline: float) -> FetchedPage:

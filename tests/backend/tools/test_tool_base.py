@@ -20,6 +20,8 @@ class EchoTool(BaseTool):
     def run(self, arguments):
         if arguments["query_list"][0] == "fail":
             raise ToolError("the echo chamber is closed; try again later.")
+        if arguments["query_list"][0] == "bug":
+            return {}["no such key"]
         return " | ".join(arguments["query_list"]), [Passage("t", "x", "web", 1.0)]
 
 
@@ -54,6 +56,12 @@ def test_a_tool_error_becomes_ok_false_and_success_is_timed():
     assert done.ok and done.content == "a | b" and done.error is None
     assert done.name == "echo" and done.arguments == {"query_list": ["a", "b"]}
     assert 0 <= done.seconds < 1
+
+
+def test_an_unforeseen_failure_is_an_ok_false_result_too():
+    result = EchoTool()({"query_list": ["bug"]})
+    assert not result.ok and result.passages == []
+    assert result.error == "`echo` failed unexpectedly (KeyError); try different arguments or another tool."
 
 
 def test_prompt_lines_list_every_tool_with_an_example():

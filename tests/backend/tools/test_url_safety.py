@@ -1,7 +1,9 @@
+import ipaddress
+
 import pytest
 
 from backend.tools.base import ToolError
-from backend.tools.url_safety import is_public_address, resolve_checked
+from backend.tools.url_safety import embedded_ipv4, is_public_address, resolve_checked
 
 
 @pytest.mark.parametrize(
@@ -16,7 +18,25 @@ def test_non_public_addresses_are_refused(address):
     assert not is_public_address(address)
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111"])
+@pytest.mark.parametrize("address, carried", [
+    ("2002:7f00:1::", "127.0.0.1"),  # 6to4
+    ("2002:a00:1::1", "10.0.0.1"),
+    ("2002:a9fe:a9fe::", "169.254.169.254"),
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1"),  # Teredo (client address obfuscated)
+    ("64:ff9b::7f00:1", "127.0.0.1"),  # NAT64
+    ("64:ff9b:1::a00:1", "10.0.0.1"),
+    ("::7f00:1", "127.0.0.1"),  # IPv4-compatible
+    ("2606:4700::5efe:a00:1", "10.0.0.1"),  # ISATAP interface id under a public prefix
+])
+def test_ipv6_forms_that_carry_a_private_ipv4_address_are_refused(address, carried):
+    assert ipaddress.IPv4Address(carried) in embedded_ipv4(ipaddress.IPv6Address(address))
+    assert not is_public_address(address)
+    with pytest.raises(ToolError, match=f"refusing to visit .*{address.split(':')[0]}"):
+        resolve_checked(f"http://[{address}]/", allow_private=False)
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111",
+                                     "2002:808:808::1"])  # 6to4 of 8.8.8.8
 def test_public_addresses_pass(address):
     assert is_public_address(address)
 

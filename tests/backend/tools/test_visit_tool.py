@@ -87,6 +87,10 @@ def test_redirects_are_followed_and_every_hop_is_checked(local_site, visit_local
     escaped = visit_local({"url": local_site.base_url + "/to-file", "goal": "passwords"})
     assert not escaped.ok and "only http:// and https://" in escaped.error
 
+    local_site.raw("/to-data", b"", {"Location": "data:text/html,<p>injected</p>"}, status=302)
+    to_data = visit_local({"url": local_site.base_url + "/to-data", "goal": "x"})
+    assert not to_data.ok and "redirects to an address that is not an http:// or https:// page" in to_data.error
+
     local_site.raw("/loop", b"", {"Location": "/loop"}, status=302)
     looping = visit_local({"url": local_site.base_url + "/loop", "goal": "x"})
     assert not looping.ok and "redirects more than" in looping.error
