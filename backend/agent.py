@@ -244,6 +244,10 @@ class ResearchAgent:
                     "judge_verdict": verdict.label,
                     "judge_method": verdict.method,
                     "judge_feedback": verdict.feedback,
+                    # Only ground truth (or, later, a person's feedback) verifies a verdict: the Judge's
+                    # own opinion can be steered by what the run read, e.g. text planted in a page.
+                    "verified": bool(request.ground_truth),
+                    "verdict_source": "ground_truth" if request.ground_truth else "judge",
                     "ground_truth": request.ground_truth,
                     "answer": answer,
                     "first_answer": first_answer,
