@@ -60,9 +60,7 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    import json
-
-    from app.render import event_to_text
+    from app.render import event_to_text, json_for_terminal
     from backend.runtime import build_runtime
 
     config = load_config(args.config)
@@ -78,7 +76,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         )
         for event in runtime.agent.run(request):
             if args.json:
-                print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
+                print(json_for_terminal(event.to_dict()), flush=True)
             elif isinstance(event, TextDelta):
                 continue  # the terminal prints each finished step instead
             else:

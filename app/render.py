@@ -73,8 +73,27 @@ def _stats_text(stats: dict) -> str:
 
 
 # -- terminal -----------------------------------------------------------------------------------
+# Control characters but tab and newline: in a question, an answer or a page they could move the
+# cursor, recolour or retitle the terminal; printed as visible escapes instead.
+TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    return TERMINAL_CONTROLS.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def json_for_terminal(data: object) -> str:
+    """One JSON line; json.dumps escapes C0 controls, this also escapes DEL and the C1 controls."""
+    return TERMINAL_CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", json.dumps(data, ensure_ascii=False))
+
+
 def event_to_text(event: Event) -> str:
-    """One event as plain terminal lines (no escaping: a terminal renders no HTML)."""
+    """One event as plain terminal lines (no HTML escaping: a terminal renders none; control
+    characters made visible)."""
+    return terminal_safe(_event_lines(event))
+
+
+def _event_lines(event: Event) -> str:
     if isinstance(event, RunStarted):
         extra = f"\nImage: {event.image} (caption: {event.caption or 'none'}, from {event.caption_source or '-'})" if event.image else ""
         return f"Question: {event.question}{extra}"

@@ -1,4 +1,6 @@
-from app.render import ChatTranscript, esc, event_to_text, safe_url
+import json
+
+from app.render import ChatTranscript, esc, event_to_text, json_for_terminal, safe_url
 from backend.events import (
     AnswerReady,
     MemoriesRetrieved,
@@ -71,6 +73,14 @@ def test_terminal_text_for_each_kind():
     assert event_to_text(AnswerReady("r", text="", forced=True, reason="turn limit (8) reached")).startswith(
         "Answer (forced: turn limit (8) reached): (no answer)"
     )
+
+
+def test_terminal_output_shows_control_characters_instead_of_obeying_them():
+    answer = AnswerReady("r", text="Tulsa\x1b[2J\x1b]0;owned\x07 \x9b31m", forced=False, reason="")
+    assert event_to_text(answer) == "Answer: Tulsa\\x1b[2J\\x1b]0;owned\\x07 \\x9b31m"
+    line = json_for_terminal(answer.to_dict())
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in line)
+    assert json.loads(line)["text"] == answer.text
 
 
 def test_a_stored_memory_says_how_its_text_was_made():
