@@ -70,3 +70,12 @@ namespace_versions = Table(
     Column("namespace", String(200), primary_key=True),
     Column("version", BigInteger, nullable=False),
 )
+
+# One row per verdict applied with MemoryStore.record_verdict: a replay of the same key is a no-op.
+recorded_verdicts = Table(
+    "recorded_verdicts",
+    metadata,
+    Column("namespace", String(200), primary_key=True),
+    Column("key", String(64), primary_key=True),
+    Column("created_at", DateTime, nullable=False),
+)

@@ -49,7 +49,7 @@ from .rows import (
     vector_to_bytes,
     vectors_problem,
 )
-from .schema import memories, memory_history
+from .schema import memories, memory_history, recorded_verdicts
 from .snapshots import memory_from_record
 from .transfer import read_import_file, write_export
 from .validation import (
@@ -359,29 +359,75 @@ class MemoryStore:
         wanted = list(dict.fromkeys(memory_ids))
         if not wanted:
             return
+        self._commit(namespace, lambda conn, index, ops: self._count_outcome(
+            conn, index, ops, namespace, wanted, correct, missing_ok))
 
-        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> None:
-            rows = conn.execute(
-                select(memories.c.row_id, memories.c.id, memories.c.modality, memories.c.usage_count,
-                       memories.c.success_count)
-                .where(memories.c.namespace == namespace, memories.c.id.in_(wanted))
-            ).all()
-            found = {row.id for row in rows}
-            missing = [memory_id for memory_id in wanted if memory_id not in found]
-            if missing and not missing_ok:
-                raise MemoryNotFoundError(missing[0], namespace)
-            if not rows:
-                return
-            conn.execute(update(memories).where(memories.c.row_id.in_([r.row_id for r in rows])).values(
-                usage_count=memories.c.usage_count + 1,
-                success_count=memories.c.success_count + (1 if correct else 0),
-            ))
-            for row in rows:
-                bucket = index.bucket(row.modality)
-                usage, success = row.usage_count + 1, row.success_count + (1 if correct else 0)
-                ops.append(lambda b=bucket, r=row.row_id, u=usage, s=success: b.update(r, usage=u, success=s))
+    def _count_outcome(self, conn: Connection, index: NamespaceIndex, ops: list[IndexOp], namespace: str,
+                       wanted: list[str], correct: bool, missing_ok: bool) -> None:
+        rows = conn.execute(
+            select(memories.c.row_id, memories.c.id, memories.c.modality, memories.c.usage_count,
+                   memories.c.success_count)
+            .where(memories.c.namespace == namespace, memories.c.id.in_(wanted))
+        ).all()
+        found = {row.id for row in rows}
+        missing = [memory_id for memory_id in wanted if memory_id not in found]
+        if missing and not missing_ok:
+            raise MemoryNotFoundError(missing[0], namespace)
+        if not rows:
+            return
+        conn.execute(update(memories).where(memories.c.row_id.in_([r.row_id for r in rows])).values(
+            usage_count=memories.c.usage_count + 1,
+            success_count=memories.c.success_count + (1 if correct else 0),
+        ))
+        for row in rows:
+            bucket = index.bucket(row.modality)
+            usage, success = row.usage_count + 1, row.success_count + (1 if correct else 0)
+            ops.append(lambda b=bucket, r=row.row_id, u=usage, s=success: b.update(r, usage=u, success=s))
 
-        self._commit(namespace, work)
+    def record_verdict(self, key: str, *, namespace: str, memory_id: str | None, used_ids: list[str],
+                       correct: bool, count_outcome: bool, provenance_update: dict, actor: str) -> bool:
+        """A verdict on a finished run, in one transaction and at most once per `key` (so it can be
+        replayed after a crash): the run's memory, when it still exists, gets the label and
+        `provenance_update`; with `count_outcome`, each memory the run used gets one more outcome (as
+        record_outcome). Returns False when `key` was recorded before and nothing changed."""
+        check_namespace(namespace)
+        check_text("key", key)
+        if not isinstance(correct, bool):
+            raise InvalidMemoryError(f"correct must be True or False, got {correct!r}.")
+        if key in self.recorded_verdicts([key], namespace=namespace):
+            return False  # checked before the write transaction too: a replay leaves other processes' indexes alone
+
+        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> bool:
+            already = conn.execute(select(recorded_verdicts.c.key).where(
+                recorded_verdicts.c.namespace == namespace, recorded_verdicts.c.key == key)).first()
+            if already is not None:
+                return False
+            row = self._row(conn, namespace, memory_id) if memory_id else None
+            if row is not None and row_problem(row) is None:
+                before = memory_from_row(row)
+                after = replace(before, correct=correct, provenance={**before.provenance, **provenance_update})
+                if after != before:
+                    after = replace(after, updated_at=utc_now())
+                    self._write_state(conn, index, namespace, row, after, None, ops)
+                    self._record_history(conn, before.id, namespace, "relabel", before, after, actor)
+            if count_outcome and used_ids:
+                self._count_outcome(conn, index, ops, namespace, list(dict.fromkeys(used_ids)), correct, True)
+            conn.execute(recorded_verdicts.insert(), {"namespace": namespace, "key": key,
+                                                      "created_at": to_db_time(utc_now())})
+            return True
+
+        return self._commit(namespace, work)
+
+    def recorded_verdicts(self, keys: list[str], *, namespace: str) -> set[str]:
+        """Which of `keys` record_verdict has applied in `namespace`."""
+        check_namespace(namespace)
+        found: set[str] = set()
+        with self._engine.connect() as conn:
+            for start in range(0, len(keys), 500):
+                found.update(conn.execute(select(recorded_verdicts.c.key).where(
+                    recorded_verdicts.c.namespace == namespace,
+                    recorded_verdicts.c.key.in_(keys[start:start + 500]))).scalars())
+        return found
 
     # ---- reading ----------------------------------------------------------------------------
     def get(self, memory_id: str, *, namespace: str) -> Memory:

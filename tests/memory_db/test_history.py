@@ -119,3 +119,23 @@ def test_history_of_the_whole_namespace(store, memory):
     store.pin(other.id, namespace=NS)
     assert [(h.memory_id, h.action) for h in store.history(namespace=NS)] == [
         (other.id, "pin"), (other.id, "add"), (memory.id, "add")]
+
+
+def test_a_verdict_is_recorded_once_per_key_with_its_outcomes_in_one_transaction(store, memory):
+    used = store.add(NewMemory("Who built the Statue of Liberty?", "Searched the statue's article.", "1. search",
+                               True, namespace=NS))
+    arguments = dict(namespace=NS, memory_id=memory.id, used_ids=[used.id, used.id], correct=False,
+                     count_outcome=True, provenance_update={"verified": True}, actor="feedback:bob")
+    assert store.record_verdict("k1", **arguments) is True
+    assert store.record_verdict("k1", **arguments) is False  # a replay after a crash changes nothing
+    relabelled, counted = store.get(memory.id, namespace=NS), store.get(used.id, namespace=NS)
+    assert relabelled.correct is False and relabelled.provenance["verified"] is True
+    assert relabelled.provenance["run_id"] == "run-7"  # the rest of the provenance is kept
+    assert (counted.usage_count, counted.success_count) == (2, 1)
+    assert [h.action for h in store.history(memory.id, namespace=NS)] == ["relabel", "add"]
+    assert store.recorded_verdicts(["k1", "k2"], namespace=NS) == {"k1"}
+    assert store.recorded_verdicts(["k1"], namespace="bob") == set()
+
+    store.delete(memory.id, namespace=NS)  # the run's memory is gone: the used memories still count
+    assert store.record_verdict("k2", **arguments | {"correct": True}) is True
+    assert store.get(used.id, namespace=NS).usage_count == 3
