@@ -163,8 +163,9 @@ def signal_rows(ctx: AppContext, request: gr.Request | None) -> list[list]:
 
 def queue_view(ctx: AppContext, request: gr.Request | None) -> tuple[str, list[list]]:
     everything = _sees_everything(ctx, request) and ctx.users is not None
-    all_items = ctx.queue.items()
-    items = all_items if everything else ctx.queue.items(ctx.namespace_of(request))
+    all_items = ctx.queue.items(skip_damaged=True)
+    own = ctx.namespace_of(request)
+    items = all_items if everything else [i for i in all_items if i.namespace == own]
     rows = [
         [datetime.fromtimestamp(i.at).strftime("%Y-%m-%d %H:%M"), i.user, i.run_id, i.question,
          i.label_before, i.label_after, i.right_answer or "", i.comment or ""]
@@ -177,6 +178,8 @@ def queue_view(ctx: AppContext, request: gr.Request | None) -> tuple[str, list[l
         text += f" The learner has read {read} of the {len(all_items)} items in all namespaces."
     elif ctx.learner is None:
         text += " Nothing reads them while test-time learning is off."
+    if _sees_everything(ctx, request):
+        text += "".join(f"\n\n⚠️ {esc(problem[0].upper() + problem[1:])}." for problem in ctx.queue.damage())
     return text, rows
 
 

@@ -38,8 +38,9 @@ def search_status(ctx: AppContext) -> str:
     return f"Search: {esc(index.search_mode())}." if index is not None else ""
 
 
-def learning_state_line(ctx: AppContext) -> str:
-    """One sentence on what test-time learning does with feedback right now."""
+def learning_state_line(ctx: AppContext, namespace: str | None = None) -> str:
+    """One sentence on what test-time learning does with feedback right now; with `namespace`, the
+    signals counted are that namespace's only (a user with logins sees no one else's)."""
     learner = ctx.learner
     if learner is None and ctx.runtime.config.ttrl.enabled:
         return "Test-time learning is not running in this app (it was started without its learner); the feedback stays queued."
@@ -48,8 +49,10 @@ def learning_state_line(ctx: AppContext) -> str:
     from training.ttrl.signals import signal_from_feedback
 
     status = learner.status()
-    unread = [i for i in ctx.queue.items()[learner.feedback_cursor:] if signal_from_feedback(i) is not None]
-    pending = status.pending + len(unread)
+    unread = [i for i in ctx.queue.items(skip_damaged=True)[learner.feedback_cursor:]
+              if signal_from_feedback(i) is not None and namespace in (None, i.namespace)]
+    waiting = status.pending if namespace is None else sum(1 for s in list(learner.pending) if s.namespace == namespace)
+    pending = waiting + len(unread)
     signals = f"{pending} signal{'s' if pending != 1 else ''} pending"
     version = f"current version v{status.current_version:04d}"
     if not status.enabled:
@@ -60,7 +63,8 @@ def learning_state_line(ctx: AppContext) -> str:
     return (f"Test-time learning is on: {signals}; the Planner learns from this in the background ({version}).")
 
 
-def feedback_changes(ctx: AppContext, changes: list[str], *, thumbs: str | None, right_answer: str) -> list[str]:
+def feedback_changes(ctx: AppContext, changes: list[str], *, thumbs: str | None, right_answer: str,
+                     namespace: str | None = None) -> list[str]:
     """submit_feedback's sentences, with its placeholder about learning replaced by the learner's real state."""
     lines = []
     for line in changes:
@@ -73,7 +77,7 @@ def feedback_changes(ctx: AppContext, changes: list[str], *, thumbs: str | None,
         lines.append("A comment alone gives test-time learning nothing to learn from (give a thumbs or the right "
                      "answer for that); it stays in the queue for people to read.")
     else:
-        lines.append(learning_state_line(ctx))
+        lines.append(learning_state_line(ctx, namespace))
     return lines
 
 
@@ -186,7 +190,8 @@ def build_research_tab(ctx: AppContext):
             )
         except (FeedbackError, ReadOnlyModeError, MemoryStoreError, LLMError) as exc:
             return f"⚠️ {esc(exc)}"
-        changes = feedback_changes(ctx, outcome.changes, thumbs=thumbs, right_answer=answer)
+        scope = None if ctx.users is None or ctx.is_admin(request) else ctx.namespace_of(request)
+        changes = feedback_changes(ctx, outcome.changes, thumbs=thumbs, right_answer=answer, namespace=scope)
         return "**Feedback applied.**\n\n" + "\n".join(f"- {esc(line)}" for line in changes)
 
     def reopen_run(wanted: str, request: gr.Request):

@@ -11,7 +11,7 @@ import gradio as gr
 from app.auth import UserDirectory
 from app.readonly import ReadOnlyStore
 from backend.agent import ResearchAgent
-from backend.feedback import FeedbackQueue, feedback_queue_for
+from backend.feedback import FeedbackQueue, feedback_queue_for, replay_feedback
 from backend.runtime import Runtime
 
 if TYPE_CHECKING:  # importing the learner pulls in torch and peft; only `serve` with learning on needs it
@@ -39,6 +39,8 @@ class AppContext:
 
     def __post_init__(self) -> None:
         self.queue = feedback_queue_for(self.runtime.config.data_dir)
+        if not self.read_only:  # feedback a crash queued without recording its memory changes
+            replay_feedback(self.runtime.store, self.queue)
 
     @property
     def agent(self) -> ResearchAgent:

@@ -5,7 +5,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from app.session import AppContext
 
 from backend.agent import RunRequest
 from backend.feedback import FeedbackError, FeedbackQueue, feedback_queue_for, submit_feedback
@@ -89,3 +93,59 @@ def test_thumbs_win_over_the_judge_and_say_so(runtime, tmp_path):
     assert outcome.label_after == "incorrect"
     assert "the Judge had said correct" in queue.items()[0].judge_method
     assert runtime.store.get(run["memory_stored"].memory_id, namespace="default").correct is False
+
+
+def test_a_torn_last_line_is_skipped_reported_and_kept(runtime, tmp_path):
+    queue = FeedbackQueue(tmp_path / "q.jsonl")
+    run_id = finished_run(runtime)["run_started"].run_id
+    send(runtime, queue, run_id, comment="first")
+    torn = b'{"run_id": "' + run_id.encode() + b'", "namespace": "default", "us'  # power lost mid-write
+    with open(queue.path, "ab") as fp:
+        fp.write(torn)
+
+    assert [i.comment for i in queue.items()] == ["first"]  # readers skip it instead of failing
+    assert any("cut short" in problem for problem in queue.damage())
+    outcome = send(runtime, queue, run_id, thumbs="up", comment="second")  # later feedback still works
+    assert outcome.queued == 2
+    assert [i.comment for i in queue.items()] == ["first", "second"]
+    assert [json.loads(line)["comment"] for line in queue.path.read_text().splitlines()] == ["first", "second"]
+    assert queue.torn_path.read_bytes() == torn + b"\n"  # kept, not lost
+    assert any("kept in q.jsonl.torn" in problem for problem in queue.damage())
+
+
+def test_the_queued_count_a_user_sees_is_their_own(runtime, tmp_path):
+    queue = FeedbackQueue(tmp_path / "q.jsonl")
+    for namespace in ("alice", "alice", "bob"):
+        run_id = finished_run(runtime, namespace=namespace)["run_started"].run_id
+        outcome = submit_feedback(store=runtime.store, runlog=runtime.runlog, judge=Judge(runtime.agent.models["judge"]),
+                                  queue=queue, namespace=namespace, run_id=run_id, user=namespace, comment="noted")
+    assert outcome.queued == 1 and len(queue) == 3
+    assert any("(1 of your item waiting)" in line for line in outcome.changes)
+
+
+def test_feedback_queued_before_a_crash_is_recorded_once_when_the_app_starts_again(runtime, monkeypatch):
+    first = finished_run(runtime)
+    second = finished_run(runtime)  # retrieves the first run's memory
+    run_id, memory_id = second["run_started"].run_id, second["memory_stored"].memory_id
+    used = [m["id"] for m in second["memories"].successful + second["memories"].failed]
+    assert first["memory_stored"].memory_id in used
+    was_correct = second["verdict"].label == "correct"
+    counts = {i: runtime.store.get(i, namespace="default").usage_count for i in used}
+    queue = feedback_queue_for(runtime.config.data_dir)
+
+    def power_cut(*args, **kwargs):
+        raise RuntimeError("power cut between queueing and recording")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(runtime.store, "record_verdict", power_cut)
+        with pytest.raises(RuntimeError, match="power cut"):
+            send(runtime, queue, run_id, thumbs="down" if was_correct else "up")
+    assert len(queue) == 1  # the person's word was kept
+    assert runtime.store.get(memory_id, namespace="default").correct is was_correct  # but not yet applied
+
+    AppContext(runtime)  # the app starts again: the queued feedback is applied
+    AppContext(runtime)  # and a second start applies nothing twice
+    relabelled = runtime.store.get(memory_id, namespace="default")
+    assert relabelled.correct is (not was_correct) and relabelled.provenance["verified"] is True
+    assert {i: runtime.store.get(i, namespace="default").usage_count for i in used} == {i: n + 1 for i, n in counts.items()}
+    assert [h.action for h in runtime.store.history(memory_id, namespace="default")].count("relabel") == 1

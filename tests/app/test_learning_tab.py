@@ -95,6 +95,8 @@ def test_status_versions_signals_and_admin_only_controls(learning_runtime, learn
     assert lines[-1] == ("Test-time learning is on: 1 signal pending; the Planner learns from this in the "
                          "background (current version v0000).")
     learner.submit(_signal(BOB_QUESTION, "bob", "yes"))
+    assert "2 signals pending" in learning_state_line(ctx)  # the local user, or an admin
+    assert "1 signal pending" in learning_state_line(ctx, "alice")  # alice counts only her own
 
     before = view(ctx, "alice")
     assert "not running" in before.status  # the worker thread was not started in this test
