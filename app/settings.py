@@ -1,14 +1,30 @@
-"""Changing a role's model while the app runs: validate, test the connection, rebuild that role."""
+"""Changing a role's model while the app runs: validate, test the connection, rebuild that role.
+
+Settings are an admin's (or the single local user's): they reach servers on the network, and a
+connection test follows the page-visit tool's address policy unless the admin allows private hosts.
+"""
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
 
+from typing import TYPE_CHECKING
+
+from app.connection_check import ConnectionProblem, ping_server
 from backend.config import BACKENDS, Config, ConfigError, RoleConfig, with_overrides
 from backend.llm.base import LLMError
-from backend.llm.openai_compat import OpenAIChatModel
+from backend.llm.openai_compat import normalise_base_url
 from backend.runtime import Runtime, make_chat_model
+
+if TYPE_CHECKING:
+    import gradio as gr
+
+    from app.session import AppContext
+
+ADMINS_ONLY = ("Settings are for admins: they change the models every user's runs use and reach servers on "
+               "the network. Ask the demo's host to change a model.")
+PING_TIMEOUT_S = 15.0
 
 ROLE_COLUMNS = ["role", "backend", "base URL", "model", "max new tokens"]
 
@@ -18,6 +34,11 @@ LOCAL_DEFAULTS = {
     "llamacpp": lambda role: role.model_file or "Qwen2.5-Coder-1.5B-Instruct (llama.cpp)",
     "embedded": lambda role: role.model_dir or "SmolLM2-135M-Instruct (transformers)",
 }
+
+
+def settings_refusal(ctx: AppContext, request: gr.Request | None) -> str | None:
+    """Why this person may not use Settings (a sentence), or None: the single local user and admins may."""
+    return None if ctx.is_admin(request) else ADMINS_ONLY
 
 
 def role_rows(config: Config) -> list[list]:
@@ -43,38 +64,35 @@ def proposed_config(config: Config, role: str, backend: str, base_url: str, mode
     return with_overrides(replace(config, roles={**config.roles, role: new_role}))
 
 
-def test_connection(role: RoleConfig, runtime: Runtime, role_name: str) -> str:
-    """One tiny request to the role's model: the latency, or the exact error."""
+def test_connection(role: RoleConfig, runtime: Runtime, role_name: str, *, allow_private: bool = False) -> str:
+    """One tiny request to the role's model: the latency, or what failed (for a served model: a status
+    and a short reason of ours, never the server's words). `allow_private`: an admin's choice."""
     started = time.perf_counter()
-    try:
-        if role.backend in LOCAL_DEFAULTS:
-            loaded = runtime.config.role(role_name).backend == role.backend
-            if not loaded:
-                return f"The {role.backend} model is not loaded for this role yet; apply the setting to load it."
-            runtime.agent.models[role_name].generate([{"role": "user", "content": "ping"}], max_new_tokens=1)
-            return f"{LOCAL_NAMES[role.backend]} answered in {(time.perf_counter() - started) * 1000:.0f} ms."
-        client = OpenAIChatModel(role.base_url, role.model, api_key=role.api_key or None,
-                                 timeout_s=min(role.timeout_s, 15.0))
+    if role.backend in LOCAL_DEFAULTS:
+        loaded = runtime.config.role(role_name).backend == role.backend
+        if not loaded:
+            return f"The {role.backend} model is not loaded for this role yet; apply the setting to load it."
         try:
-            seconds = client.ping()
-        finally:
-            client.close()
-        return f"Connected to {role.model} at {client.base_url}: answered in {seconds * 1000:.0f} ms."
-    except LLMError as exc:
+            runtime.agent.models[role_name].generate([{"role": "user", "content": "ping"}], max_new_tokens=1)
+        except LLMError as exc:
+            return f"Connection failed: {exc}"
+        return f"{LOCAL_NAMES[role.backend]} answered in {(time.perf_counter() - started) * 1000:.0f} ms."
+    try:
+        seconds = ping_server(role.base_url, role.model, role.api_key or None, allow_private=allow_private,
+                              timeout_s=min(role.timeout_s, PING_TIMEOUT_S))
+    except ConnectionProblem as exc:
         return f"Connection failed: {exc}"
+    return f"Connected to {role.model} at {normalise_base_url(role.base_url)}: answered in {seconds * 1000:.0f} ms."
 
 
-def apply_role(runtime: Runtime, new_config: Config, role: str) -> str:
+def apply_role(runtime: Runtime, new_config: Config, role: str, *, allow_private: bool = False) -> str:
     """Rebuild one role's model from a validated config and swap it into the running agent. A served
-    model must answer a one-token request first: a wrong URL or name is refused, never saved."""
+    model must answer a one-token request first (under the connection test's address policy): a
+    wrong URL or name is refused, never saved; ConnectionProblem says why."""
     proposed = new_config.role(role)
     if proposed.backend == "openai":
-        client = OpenAIChatModel(proposed.base_url, proposed.model, api_key=proposed.api_key or None,
-                                 timeout_s=min(proposed.timeout_s, 15.0))
-        try:
-            client.ping()
-        finally:
-            client.close()
+        ping_server(proposed.base_url, proposed.model, proposed.api_key or None, allow_private=allow_private,
+                    timeout_s=min(proposed.timeout_s, PING_TIMEOUT_S))
     model = make_chat_model(new_config, role, progress=False)
     runtime.agent.models[role] = model
     runtime.agent.config = new_config

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
 import pytest
 
-from app.settings import apply_role, proposed_config, role_rows, test_connection as check_connection
+from app.auth import User, UserDirectory
+from app.connection_check import ConnectionProblem
+from app.session import AppContext
+from app.settings import (
+    ADMINS_ONLY,
+    apply_role,
+    proposed_config,
+    role_rows,
+    settings_refusal,
+    test_connection as check_connection,
+)
 from backend.agent import RunRequest
 from backend.config import ConfigError
 from backend.llm.serve import start_server_in_thread
@@ -32,11 +45,12 @@ def test_connection_reports_latency_or_the_exact_error(runtime, tiny_chat_model)
     url, stop = start_server_in_thread(tiny_chat_model, served_model_name="tiny")
     try:
         good = proposed_config(runtime.config, "executor", "openai", url, "tiny", "")
-        assert check_connection(good.role("executor"), runtime, "executor").startswith("Connected to tiny")
+        connected = check_connection(good.role("executor"), runtime, "executor", allow_private=True)
+        assert connected.startswith("Connected to tiny")
     finally:
         stop()
     down = proposed_config(runtime.config, "executor", "openai", closed_port_url(), "tiny", "")
-    message = check_connection(down.role("executor"), runtime, "executor")
+    message = check_connection(down.role("executor"), runtime, "executor", allow_private=True)
     assert message.startswith("Connection failed:") and "127.0.0.1" in message
     assert "Embedded model answered" in check_connection(runtime.config.role("judge"), runtime, "judge")
 
@@ -45,7 +59,9 @@ def test_apply_switches_one_role_in_the_running_agent(runtime, tiny_chat_model):
     url, stop = start_server_in_thread(tiny_chat_model, served_model_name="tiny")
     try:
         new = proposed_config(runtime.config, "planner", "openai", url, "tiny", "")
-        message = apply_role(runtime, new, "planner")
+        with pytest.raises(ConnectionProblem, match="private or loopback"):
+            apply_role(runtime, new, "planner")  # the address policy holds for the ping before applying too
+        message = apply_role(runtime, new, "planner", allow_private=True)
         assert "openai:tiny" in message
         assert runtime.agent.models["planner"].name.startswith("openai:tiny")
         assert runtime.agent.models["executor"].name.startswith("embedded")
@@ -62,6 +78,61 @@ def test_apply_refuses_a_served_model_that_does_not_answer_and_changes_nothing(r
     before = runtime.agent.models["planner"]
     new = proposed_config(runtime.config, "planner", "openai", "http://127.0.0.1:9/v1", "tiny", "")
     with pytest.raises(LLMError, match="127.0.0.1:9"):
-        apply_role(runtime, new, "planner")
+        apply_role(runtime, new, "planner", allow_private=True)
     assert runtime.agent.models["planner"] is before
     assert runtime.config.role("planner").backend == "embedded"
+
+
+def test_settings_are_for_admins_and_the_single_local_user(runtime):
+    users = UserDirectory({"alice": User("alice", "scrypt$x"), "root": User("root", "scrypt$x", admin=True)})
+    shared = AppContext(runtime, users=users)
+    assert settings_refusal(shared, SimpleNamespace(username="alice")) == ADMINS_ONLY
+    assert settings_refusal(shared, SimpleNamespace(username="root")) is None
+    assert settings_refusal(AppContext(runtime), None) is None  # local mode: the one user is the admin
+    assert settings_refusal(AppContext(runtime, read_only=True), None) == ADMINS_ONLY  # a public demo's visitors
+
+
+class _LeakyServer(BaseHTTPRequestHandler):
+    """A loopback-only server that puts a secret in its reason phrase and its error body."""
+
+    def do_POST(self):  # noqa: N802
+        body = b'{"error": {"message": "SECRET-IN-BODY: db password hunter2"}}'
+        if self.path.startswith("/redirect"):
+            self.send_response(302, "SECRET-IN-REASON")
+            self.send_header("Location", "http://127.0.0.1:1/v1/chat/completions")
+        else:
+            self.send_response(401, "SECRET-IN-REASON")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def leaky_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _LeakyServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_connection_test_follows_the_visit_policy_and_never_shows_the_servers_words(runtime, leaky_server):
+    def connect(url: str, **options) -> str:
+        role = proposed_config(runtime.config, "executor", "openai", url, "tiny", "").role("executor")
+        return check_connection(role, runtime, "executor", **options)
+
+    # Without an admin allowing private hosts, loopback is refused before any connection: an open and
+    # a closed port answer alike, so the test cannot scan ports either.
+    refused_open, refused_closed = connect(leaky_server + "/v1"), connect(closed_port_url())
+    assert refused_open == refused_closed
+    assert refused_open.startswith("Connection failed: 127.0.0.1 resolves to a private or loopback address")
+    assert "Allow private hosts" in refused_open
+
+    rejected = connect(leaky_server + "/v1", allow_private=True)
+    assert rejected == f"Connection failed: {leaky_server}/v1 answered HTTP 401 (Unauthorized); check the API key."
+    moved = connect(leaky_server + "/redirect/v1", allow_private=True)
+    assert "answered HTTP 302 (Found); redirects are not followed" in moved
+    assert not any("SECRET" in message or "hunter2" in message for message in (rejected, moved))
