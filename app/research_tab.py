@@ -22,7 +22,12 @@ EXAMPLE_QUESTION = "Which magazine was started first, Arthur's Magazine or First
 HISTORY_COLUMNS = ["run id", "started", "question", "answer", "verdict"]
 
 
+READ_ONLY_HISTORY = "⚠️ The read-only demo keeps no runs: its visitors share one namespace."
+
+
 def history_rows(ctx: AppContext, namespace: str) -> list[list]:
+    if ctx.read_only:  # its runs are not logged; older runs of the shared namespace are no visitor's
+        return []
     return [
         [r.run_id, datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M"), r.question, r.answer, r.verdict]
         for r in ctx.runtime.runlog.list_runs(namespace, limit=100)
@@ -196,6 +201,8 @@ def build_research_tab(ctx: AppContext):
 
     def reopen_run(wanted: str, request: gr.Request):
         wanted = (wanted or "").strip()
+        if ctx.read_only:
+            return gr.update(), gr.update(), READ_ONLY_HISTORY
         try:
             events = ctx.runtime.runlog.load(ctx.namespace_of(request), wanted)
         except (KeyError, ValueError):

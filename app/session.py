@@ -44,12 +44,13 @@ class AppContext:
 
     @property
     def agent(self) -> ResearchAgent:
-        """The agent runs use; in read-only mode it reads the store but never writes to it."""
+        """The agent runs use; in read-only mode it reads the store but never writes to it, and its
+        runs are not logged: the demo's visitors share one namespace and would see each other's runs."""
         agent = self.runtime.agent
         if not self.read_only:
             return agent
         return ResearchAgent(agent.config, models=agent.models, tools=agent.tools,
-                             store=ReadOnlyStore(self.runtime.store), runlog=agent.runlog)
+                             store=ReadOnlyStore(self.runtime.store), runlog=None)
 
     def user_of(self, request: gr.Request | None) -> str:
         name = getattr(request, "username", None) if request is not None else None
@@ -61,7 +62,7 @@ class AppContext:
 
     def is_admin(self, request: gr.Request | None) -> bool:
         if self.users is None:
-            return True  # a single local user owns everything
+            return not self.read_only  # a single local user owns everything; a public demo's visitors do not
         return self.users.is_admin(getattr(request, "username", None))
 
     def visible_namespace(self, request: gr.Request | None, chosen: str | None) -> str:

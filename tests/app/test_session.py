@@ -8,7 +8,9 @@ import pytest
 
 from app.auth import User, UserDirectory
 from app.readonly import ReadOnlyStore
+from app.research_tab import history_rows
 from app.session import AppContext, ReadOnlyModeError
+from backend.agent import RunRequest
 
 
 def users() -> UserDirectory:
@@ -35,3 +37,16 @@ def test_read_only_demo_reads_but_never_writes(runtime):
     with pytest.raises(ReadOnlyModeError, match="read-only demo"):
         ctx.require_writable()
     assert AppContext(runtime).agent is runtime.agent
+
+
+def test_read_only_visitors_runs_are_not_kept_nor_shown_to_the_next_visitor(runtime):
+    list(runtime.agent.run(RunRequest("Who founded Arthur's Magazine?")))  # the host's own run, before the demo
+    assert len(runtime.runlog.list_runs("default")) == 1
+    demo = AppContext(runtime, read_only=True)
+    events = list(demo.agent.run(RunRequest("What did the previous visitor ask?")))
+    assert events[-1].kind == "run_finished"
+    assert len(runtime.runlog.list_runs("default")) == 1  # the visitor's run was not written
+    assert history_rows(demo, demo.namespace_of(None)) == []  # nor is the host's run shown
+    assert len(history_rows(AppContext(runtime), "default")) == 1
+    assert not demo.is_admin(None)  # no visitor may pick another namespace to look at
+    assert demo.visible_namespace(None, "alice") == "default"
