@@ -12,6 +12,7 @@ Each user's memories live in the namespace named after the user.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
@@ -49,6 +50,12 @@ def verify_password(password: str, stored: str) -> bool:
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(actual, expected)
+
+
+@functools.cache
+def _stand_in_hash() -> str:
+    """A hash no password is checked against for real, with the default cost."""
+    return hash_password(base64.b64encode(os.urandom(16)).decode())
 
 
 @dataclass(frozen=True)
@@ -89,8 +96,11 @@ class UserDirectory:
         return cls(users)
 
     def check(self, username: str, password: str) -> bool:
+        """Whether the password is the user's; an unknown user costs the same scrypt run as a known
+        one, so the answer's timing does not tell which user names exist."""
         user = self.users.get(username)
-        return user is not None and verify_password(password, user.password_hash)
+        matches = verify_password(password, user.password_hash if user else _stand_in_hash())
+        return user is not None and matches
 
     def is_admin(self, username: str | None) -> bool:
         user = self.users.get(username or "")

@@ -3,9 +3,6 @@ its history with undo, where it was used, and export / import with a preview."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import gradio as gr
 
 from app.memory_view import (
@@ -158,9 +155,10 @@ def build_memory_tab(ctx: AppContext):
         return f"Undid change {int(history_id)}" + (f"; `{restored.id[:8]}` restored." if restored else "; the memory is gone again.")
 
     def export_namespace(ns, request: gr.Request):
-        space = ctx.visible_namespace(request, ns)
-        out = Path(tempfile.mkdtemp(prefix="mia-export-")) / f"memories-{space}.jsonl"
+        space, user = ctx.visible_namespace(request, ns), ctx.user_of(request)
+        out = ctx.files.new_folder(user) / f"memories-{space}.jsonl"
         written = ctx.runtime.store.export_jsonl(space, out)
+        ctx.files.grant(out, user)  # served to this user alone
         return str(out), f"Exported {written} memories from `{esc(space)}`."
 
     def preview_import(ns, path: str | None, request: gr.Request):

@@ -10,6 +10,7 @@ import gradio as gr
 
 from app.auth import UserDirectory
 from app.readonly import ReadOnlyStore
+from app.user_files import UserFiles
 from backend.agent import ResearchAgent
 from backend.feedback import FeedbackQueue, feedback_queue_for, replay_feedback
 from backend.runtime import Runtime
@@ -35,6 +36,7 @@ class AppContext:
     learner: TestTimeLearner | None = None  # test-time learning, when on (never in the read-only demo)
     learning_off_reason: str = ""  # why learning is not running although ttrl.enabled is true
     queue: FeedbackQueue = field(init=False)
+    files: UserFiles = field(default_factory=UserFiles)  # whose each served export or upload is
     settings_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:

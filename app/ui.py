@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from app.auth import UserDirectory
 from app.learning_tab import build_learning_tab
+from app.login_guard import ClientAddress, LoginGuard
 from app.memory_tab import build_memory_tab, linked_memory
 from app.render import esc
 from app.research_tab import build_research_tab
 from app.session import AppContext
 from app.settings_tab import build_settings_tab
+from app.user_files import OwnFilesOnly
 from backend.config import Config, ConfigError
 from backend.runtime import build_runtime
 
@@ -64,13 +67,16 @@ def build_ui(ctx: AppContext) -> gr.Blocks:
 
 
 def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool = False):
-    """Start serving; runs queue separately so one user's long run does not block another's page."""
+    """Start serving; runs queue separately so one user's long run does not block another's page.
+    With logins, sign-in is throttled and each user's files are served to that user alone."""
     demo = build_ui(ctx)
-    auth = ctx.users.check if ctx.users is not None else None
+    auth = LoginGuard(ctx.users) if ctx.users is not None else None
+    middleware = [Middleware(ClientAddress), Middleware(OwnFilesOnly, files=ctx.files)] if auth else []
     demo.queue(default_concurrency_limit=8)
     demo.launch(
-        server_name=host, server_port=port, show_error=True, auth=auth,
-        auth_message="Sign in with the account the demo's host gave you." if auth else None,
+        server_name=host, server_port=port, show_error=True, auth=auth, app_kwargs={"middleware": middleware},
+        auth_message=("Sign in with the account the demo's host gave you. After several wrong passwords, "
+                      "sign-in pauses for a while.") if auth else None,
         max_file_size=ctx.runtime.config.app.max_image_bytes, prevent_thread_lock=prevent_thread_lock,
         ssr_mode=False, quiet=True,
     )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.auth import AuthError, UserDirectory, hash_password, verify_password
+from app.auth import AuthError, User, UserDirectory, hash_password, verify_password
 
 
 def test_hashes_are_salted_and_verify():
@@ -39,3 +39,22 @@ def test_bad_users_files_say_what_to_fix(tmp_path, text, message):
         UserDirectory.load(path)
     with pytest.raises(AuthError, match="no such file"):
         UserDirectory.load(tmp_path / "missing.toml")
+
+
+def test_an_unknown_user_takes_as_long_to_refuse_as_a_wrong_password():
+    import statistics
+    import time
+
+    directory = UserDirectory({"alice": User("alice", hash_password("alice-pass"))})
+    directory.check("nobody", "x")  # the stand-in hash is made on first use
+
+    def median_seconds(user: str) -> float:
+        times = []
+        for _ in range(7):
+            started = time.perf_counter()
+            assert not directory.check(user, "wrong")
+            times.append(time.perf_counter() - started)
+        return statistics.median(times)
+
+    known, unknown = median_seconds("alice"), median_seconds("nobody")
+    assert 0.5 < unknown / known < 2.0, (known, unknown)  # it was about 1/29 before

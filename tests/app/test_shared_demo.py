@@ -1,0 +1,71 @@
+"""The app as a shared demo serves it, with logins: a real app server on 127.0.0.1, real sign-ins,
+real downloads by URL. Files the app serves (exports, uploads) reach their own user only; sign-in is
+throttled after wrong passwords."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+from gradio_client import Client
+
+from memory_db import NewMemory
+from tests.app.conftest import USERS, serve_app
+
+
+@pytest.fixture(scope="module")
+def shared_app(tmp_path_factory, tiny_model_dir, shared_tools, embedder):
+    url, ctx, stop = serve_app(tmp_path_factory.mktemp("files"), tiny_model_dir, shared_tools, embedder,
+                               with_logins=True)
+    yield url, ctx
+    stop()
+
+
+@contextmanager
+def signed_in(url: str, user: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=url, timeout=30) as client:
+        answer = client.post("/login", data={"username": user, "password": USERS[user][0]})
+        assert answer.status_code == 200, answer.text
+        yield client
+
+
+def test_an_export_downloads_for_its_user_only(shared_app):
+    url, ctx = shared_app
+    ctx.runtime.store.add(NewMemory("What is Alice's secret project?", "Alice's private notes.", "1. search", True,
+                                    namespace="alice"))
+    alice_app = Client(url, auth=("alice", USERS["alice"][0]), download_files=False, verbose=False)
+    exported, message = alice_app.predict("alice", api_name="/export_namespace")
+    assert "Exported 1 memories" in message
+    link = exported["url"]
+
+    with signed_in(url, "alice") as alice, signed_in(url, "bob") as bob, signed_in(url, "admin") as admin:
+        mine = alice.get(link)
+        assert mine.status_code == 200 and "Alice's private notes." in mine.text
+        assert bob.get(link).status_code == 404
+        assert admin.get(link).status_code == 404  # not even an admin downloads another user's file
+        file_path = link.split("/gradio_api/file=", 1)[1]
+        assert bob.get(f"/gradio_api/file/{file_path}").status_code == 404  # the older route too
+    assert httpx.get(link).status_code == 404  # nor anybody signed out
+
+
+def test_an_upload_downloads_for_its_uploader_only(shared_app):
+    url, _ = shared_app
+    with signed_in(url, "bob") as bob, signed_in(url, "alice") as alice:
+        answer = bob.post("/gradio_api/upload", files={"files": ("bob-notes.jsonl", b'{"bob": "private"}\n')})
+        assert answer.status_code == 200, answer.text
+        [path] = answer.json()
+        assert bob.get(f"/gradio_api/file={path}").text == '{"bob": "private"}\n'
+        assert alice.get(f"/gradio_api/file={path}").status_code == 404
+
+
+def test_wrong_passwords_lock_the_user_name_even_against_the_right_one(shared_app):
+    url, _ = shared_app
+    with httpx.Client(base_url=url, timeout=30) as guesser:
+        for attempt in range(6):
+            assert guesser.post("/login", data={"username": "carol", "password": f"guess-{attempt}"}).status_code == 400
+        right = guesser.post("/login", data={"username": "carol", "password": USERS["carol"][0]})
+        assert right.status_code == 400  # locked for a while, whatever the password
+    with signed_in(url, "alice"):  # another user from the same address still signs in
+        pass
