@@ -7,11 +7,11 @@ import gradio as gr
 
 from app.memory_view import (
     COLUMNS, LABELS, SORTS, MemoryFilter, detail_markdown, find_memories, history_rows, import_preview,
-    runs_using, table_rows,
+    runs_using, table_rows, unreadable_note,
 )
 from app.render import esc
 from app.session import AppContext, ReadOnlyModeError
-from memory_db import MODALITIES, QUESTION_TYPES, MemoryNotFoundError, MemoryStoreError
+from memory_db import MODALITIES, QUESTION_TYPES, MemoryNotFoundError, MemoryStoreError, UnreadableMemoryError
 
 HISTORY_COLUMNS = ["history id", "action", "changed", "by", "when"]
 USED_COLUMNS = ["run id", "question", "known from"]
@@ -93,7 +93,9 @@ def build_memory_tab(ctx: AppContext):
         except KNOWN_ERRORS as exc:
             return _problem(exc), []
         total = ctx.runtime.store.count(namespace=space)
-        return f"{len(found)} shown of {total} memories in namespace `{esc(space)}`.", table_rows(found)
+        note = unreadable_note(ctx.runtime.store, space)
+        counted = f"{len(found)} shown of {total} memories in namespace `{esc(space)}`."
+        return counted + (f"\n\n{note}" if note else ""), table_rows(found)
 
     def open_memory(ns, wanted: str, request: gr.Request):
         space = ctx.visible_namespace(request, ns)
@@ -106,6 +108,9 @@ def build_memory_tab(ctx: AppContext):
                 return "", _problem(exc), "", "", [], [], None
             note = f"Memory `{esc(wanted)}` is deleted; undo the deletion from its history below."
             return wanted, note, "", "", history_rows(entries), [], entries[0].id
+        except UnreadableMemoryError as exc:  # selected all the same, so that Delete can remove it
+            entries = ctx.runtime.store.history(wanted, namespace=space)
+            return wanted, _problem(exc), "", "", history_rows(entries), [], None
         except KNOWN_ERRORS as exc:
             return "", _problem(exc), "", "", [], [], None
         entries = ctx.runtime.store.history(m.id, namespace=space)

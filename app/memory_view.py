@@ -95,11 +95,24 @@ def detail_markdown(m: Memory) -> str:
     return "\n\n".join(lines)
 
 
+def unreadable_note(store: MemoryStore, namespace: str, shown: int = 5) -> str:
+    """A warning naming the rows of `namespace` that cannot be read (and how to remove them), or ''."""
+    broken = store.unreadable(namespace=namespace)
+    if not broken:
+        return ""
+    listed = "; ".join(f"`{esc(b.memory_id)}` ({esc(b.reason)})" for b in broken[:shown])
+    more = f" and {len(broken) - shown} more" if len(broken) > shown else ""
+    one = len(broken) == 1
+    return (f"⚠️ {len(broken)} {'memory cannot' if one else 'memories cannot'} be read and {'is' if one else 'are'} "
+            f"left out of lists, searches and exports: {listed}{more}. To remove one, paste its id into "
+            "'Memory id', press Open, then Delete.")
+
+
 def history_rows(entries: list[HistoryEntry]) -> list[list]:
     rows = []
     for e in entries:
         changed = []
-        if e.before and e.after:
+        if isinstance(e.before, dict) and isinstance(e.after, dict):
             changed = [k for k in ("summary", "plan", "correct", "pinned", "question_type", "usage_count")
                        if e.before.get(k) != e.after.get(k)]
         rows.append([e.id, e.action, ", ".join(changed), e.actor, e.created_at.strftime("%Y-%m-%d %H:%M:%S")])

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.memory_view import MemoryFilter, find_memories, import_preview, runs_using, table_rows
+from app.memory_view import MemoryFilter, find_memories, import_preview, runs_using, table_rows, unreadable_note
 from app.readonly import ReadOnlyStore
 from backend.agent import RunRequest, ResearchAgent
 from memory_db import ImportFileError, NewMemory
@@ -72,3 +72,23 @@ def test_read_only_runs_use_memories_but_change_nothing(runtime):
     assert runtime.store.get(seed.id, namespace="default").usage_count == seed.usage_count
     with pytest.raises(PermissionError, match="read-only"):
         ReadOnlyStore(runtime.store).relabel(seed.id, namespace="default", correct=False)
+
+
+def test_an_unreadable_memory_is_named_with_how_to_remove_it_and_the_rest_still_lists(runtime):
+    from sqlalchemy import create_engine, update
+
+    from memory_db.schema import memories
+
+    store = runtime.store
+    broken, fine = add(store, "Who wrote Hamlet?"), add(store, "How tall is the Eiffel Tower?")
+    assert unreadable_note(store, "default") == ""
+    engine = create_engine(store.url)
+    with engine.begin() as conn:  # as an older version's unvalidated undo could leave a row
+        conn.execute(update(memories).where(memories.c.id == broken.id).values(provenance=["not", "an", "object"]))
+    engine.dispose()
+    note = unreadable_note(store, "default")
+    assert f"`{broken.id}` (its provenance is a JSON list, not an object)" in note and "then Delete" in note
+    assert [m.id for m in find_memories(store, "default", MemoryFilter())] == [fine.id]
+    assert [m.id for m in find_memories(store, "default", MemoryFilter(query="Hamlet", semantic=True))] == [fine.id]
+    store.delete(broken.id, namespace="default", actor="default")
+    assert unreadable_note(store, "default") == ""
