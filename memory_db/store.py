@@ -391,7 +391,8 @@ class MemoryStore:
         `provenance_update`; with `count_outcome`, each memory the run used gets one more outcome (as
         record_outcome). Returns False when `key` was recorded before and nothing changed."""
         check_namespace(namespace)
-        check_text("key", key)
+        if len(check_text("key", key)) > 64:
+            raise InvalidMemoryError(f"A verdict key has at most 64 characters, got {len(key)}.")
         if not isinstance(correct, bool):
             raise InvalidMemoryError(f"correct must be True or False, got {correct!r}.")
         if key in self.recorded_verdicts([key], namespace=namespace):
