@@ -36,6 +36,8 @@ from backend.llm.gguf_import import display_name
 from backend.llm.gguf_metadata import read_gguf_metadata
 
 SMALL_MODEL_PARAMETERS = 1_000_000_000  # below this a model is "small" unless the role says otherwise
+USEFUL_PREFIX_TOKENS = 64  # a shorter shared prefix is only the chat template's opening
+IDLE_CACHE_SECONDS = 120.0  # a cache unused this long belongs to a finished question
 _SENTINEL = "\x00mia-content-{}\x00"
 
 
@@ -46,6 +48,11 @@ class _Slot:
         self.context, self.batch = context, batch
         self.tokens: list[int] = []
         self.reused = 0  # prompt tokens the last prompt found in this cache
+        self.last_used = 0.0
+
+    def keep_value(self, now: float) -> int:
+        """What evicting this cache would cost: its tokens, or nothing once it has sat idle a while."""
+        return len(self.tokens) if now - self.last_used < IDLE_CACHE_SECONDS else 0
 
 
 class _SlotPool:
@@ -54,16 +61,23 @@ class _SlotPool:
         self._ready = threading.Condition()
 
     def acquire(self, prompt_ids: list[int]) -> _Slot:
-        """The free slot whose cache shares the longest prefix with `prompt_ids` (waits for one)."""
+        """The free slot whose cache shares the longest prefix with `prompt_ids` (waits for one). A
+        prompt that continues no cache (a reader or Planner prompt between an Executor's turns) takes
+        the slot that is cheapest to lose, so the Executor's conversation stays cached."""
         with self._ready:
             while not self._free:
                 self._ready.wait()
-            best = max(self._free, key=lambda slot: _common_prefix(slot.tokens, prompt_ids))
+            now = time.monotonic()
+            shared = {id(slot): _common_prefix(slot.tokens, prompt_ids) for slot in self._free}
+            best = max(self._free, key=lambda slot: shared[id(slot)])
+            if shared[id(best)] < USEFUL_PREFIX_TOKENS:
+                best = min(self._free, key=lambda slot: slot.keep_value(now))
             self._free.remove(best)
             return best
 
     def release(self, slot: _Slot) -> None:
         with self._ready:
+            slot.last_used = time.monotonic()
             self._free.append(slot)
             self._ready.notify()
 

@@ -128,3 +128,15 @@ def test_an_abandoned_stream_frees_its_slot(model):
     done = threading.Event()
     threading.Thread(target=lambda: (model.generate(CHAT, max_new_tokens=4), done.set()), daemon=True).start()
     assert done.wait(timeout=60), "a slot stayed taken by a stream nobody reads"
+
+
+def test_a_prompt_that_continues_no_cache_does_not_evict_a_conversation(model):
+    """Between an Executor's turns the reader and the Planner ask other prompts; they take the slot
+    that is cheapest to lose, so the Executor's next turn still finds its conversation cached."""
+    passage = "The river flows through three countries and feeds a large delta. " * 20
+    conversation = [{"role": "user", "content": f"Evidence: {passage}\nWhich countries does it cross?"}]
+    first = model.generate(conversation, max_new_tokens=4)
+    model.generate([{"role": "user", "content": "Unrelated: name a colour."}], max_new_tokens=4)
+    follow_up = conversation + [{"role": "assistant", "content": first.text},
+                                {"role": "user", "content": "And which sea does the delta meet?"}]
+    assert model.generate(follow_up, max_new_tokens=4).cached_tokens >= first.prompt_tokens - 1
