@@ -19,6 +19,12 @@ from memory_db import MemoryStoreError
 log = logging.getLogger(__name__)
 
 EXAMPLE_QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
+# Three kinds of question the sandbox wiki can answer: a comparison, a bridge, a yes/no.
+EXAMPLE_QUESTIONS = [
+    EXAMPLE_QUESTION,
+    "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?",
+    "Were H. G. Wells and Rubén Darío both English?",
+]
 HISTORY_COLUMNS = ["run id", "started", "question", "answer", "verdict"]
 
 
@@ -130,7 +136,7 @@ def build_research_tab(ctx: AppContext):
                                       elem_id="ground-truth")
             with gr.Row():
                 ask = gr.Button("Research", variant="primary", elem_id="ask")
-                gr.Examples([[EXAMPLE_QUESTION]], inputs=[question])
+                gr.Examples([[q] for q in EXAMPLE_QUESTIONS], inputs=[question])
             search_line = gr.Markdown(search_status(ctx), elem_id="search-status")
             # While the dense vectors are first built, the line follows their progress.
             gr.Timer(10).tick(lambda: search_status(ctx), None, [search_line], show_progress="hidden")
