@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--namespace", default="default", help="whose memory to use (default: default)")
     ask.add_argument("--json", action="store_true", help="print events as JSON lines")
 
-    sub.add_parser("prepare", help="prepare the embedded model and the search index, then exit")
+    sub.add_parser("prepare", help="prepare the models and the search index, then exit")
 
     hasher = sub.add_parser("hash-password", help="print a salted hash for a users.toml password")
     hasher.add_argument("--stdin", action="store_true", help="read the password from standard input (scripts)")
@@ -92,7 +92,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
     runtime = build_runtime(load_config(args.config), progress=True)
     runtime.close()
-    print("Embedded model and search index are ready.")
+    print("The models and the search index are ready.")
     return 0
 
 

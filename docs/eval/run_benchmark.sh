@@ -14,6 +14,8 @@ mkdir -p "$OUT"
 # The default 8 Executor turns per plan do not fit a 2-core CPU; 2 keep every stage of the loop.
 export MIA_AGENT_MAX_TURNS="${MIA_AGENT_MAX_TURNS:-2}"
 export MIA_SEARCH_HYBRID="${MIA_SEARCH_HYBRID:-false}"
+# The SmolLM2 baseline: every role on the embedded (transformers) model, not the llama.cpp default.
+export MIA_PLANNER_BACKEND=embedded MIA_EXECUTOR_BACKEND=embedded MIA_MANAGER_BACKEND=embedded MIA_JUDGE_BACKEND=embedded
 export OMP_WAIT_POLICY=PASSIVE
 if [ -n "${THREADS:-}" ]; then export OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS"; fi
 WARM_LIMIT="${WARM_LIMIT:-5}"
