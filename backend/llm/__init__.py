@@ -1,9 +1,10 @@
-"""LLM backends: the ChatModel contract, the embedded SmolLM2 model and OpenAI-compatible servers.
+"""LLM backends: the ChatModel contract, GGUF models on llama.cpp (the default), SmolLM2 on
+transformers ("embedded") and OpenAI-compatible servers.
 
 Heavy modules (torch, transformers, httpx) load only when their names are first used.
 """
 
-from backend.llm.base import ChatModel, Choice, Completion, LLMError, TokenLogprob
+from backend.llm.base import ChatModel, Choice, Completion, LLMError, ModelTraits, TokenLogprob
 
 __all__ = [
     "ChatModel",
@@ -11,17 +12,24 @@ __all__ = [
     "Completion",
     "EmbeddedChatModel",
     "LLMError",
+    "LlamaCppChatModel",
+    "ModelTraits",
     "OpenAIChatModel",
     "TokenLogprob",
     "build_tiny_random_model",
     "default_gguf_path",
+    "assemble_qwen_gguf",
     "get_embedded_model",
+    "get_llamacpp_model",
     "prepare_embedded_model",
     "start_server_in_thread",
 ]
 
 _LAZY = {
     "EmbeddedChatModel": "backend.llm.embedded",
+    "LlamaCppChatModel": "backend.llm.llamacpp",
+    "get_llamacpp_model": "backend.llm.llamacpp",
+    "assemble_qwen_gguf": "backend.llm.model_parts",
     "get_embedded_model": "backend.llm.embedded",
     "default_gguf_path": "backend.llm.gguf_import",
     "prepare_embedded_model": "backend.llm.gguf_import",
