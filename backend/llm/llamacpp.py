@@ -106,7 +106,7 @@ class LlamaCppChatModel(InProcessChatModel):
         name: str | None = None,
         threads: int = 0,
         context_tokens: int = 4096,
-        slots: int = 2,
+        slots: int = 3,
         batch_tokens: int = 256,
         repetition_penalty: float = 1.1,
         small: bool | None = None,

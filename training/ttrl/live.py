@@ -70,6 +70,10 @@ def served_adapter_name(version: Version) -> str:
     return f"mia-planner-{version.name}-{adapter_digest(version.adapter_path)}"
 
 
+def _auth_headers(api_key: str) -> dict:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 def _served_models(base_url: str, headers: dict, timeout_s: float) -> set[str]:
     response = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
     response.raise_for_status()
@@ -80,7 +84,7 @@ def register_served_adapter(base_url: str, version: Version, *, api_key: str = "
     """Load the version's adapter into an OpenAI-compatible server (vLLM's runtime LoRA loading).
     An "already loaded" answer counts only if the server then lists the name among its models."""
     name = served_adapter_name(version)
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = _auth_headers(api_key)
     url = base_url.rstrip("/") + "/load_lora_adapter"
     try:
         response = httpx.post(url, json={"lora_name": name, "lora_path": str(version.adapter_path)},
@@ -111,7 +115,12 @@ class ServedAdapterPlanner(OpenAIChatModel):
         try:
             return super()._post(path, body, root=root)
         except ServerRejected:
-            if self.model in _served_models(self.base_url, {}, self.timeout_s):
+            try:
+                listed = self.model in _served_models(self.base_url, _auth_headers(self._role.api_key), self.timeout_s)
+            except httpx.HTTPError:
+                raise LLMError(f"The server at {self.base_url} refused Planner {self.model} and lists no models; "
+                               "check that it is running with --enable-lora.") from None
+            if listed:
                 raise  # the adapter is there: the request itself was refused
             log.warning("The server at %s lost Planner %s; registering it again", self.base_url, self.model)
             register_served_adapter(self._role.base_url, self._version, api_key=self._role.api_key,
