@@ -6,10 +6,10 @@ model, guided choice on a served one); no label is parsed out of free text.
 
 from __future__ import annotations
 
-import re
-import string
 from dataclasses import dataclass, field
 
+from backend.answer_match import answer_contains, normalize_answer, shares_a_word  # noqa: F401  (re-exported)
+from backend.evidence import closed_options
 from backend.llm.base import ChatModel
 
 CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not_attempted"
@@ -37,26 +37,6 @@ class Verdict:
         return self.label == CORRECT
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD-style normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def answer_contains(answer: str, gold: str) -> bool:
-    """True when the normalised gold answer appears as whole words in the normalised answer."""
-    a, g = normalize_answer(answer), normalize_answer(gold)
-    if not a or not g:
-        return False
-    return a == g or re.search(rf"(^| ){re.escape(g)}( |$)", a) is not None
-
-
-def shares_a_word(answer: str, gold: str) -> bool:
-    return bool(set(normalize_answer(answer).split()) & set(normalize_answer(gold).split()))
-
-
 def _grading_messages(question: str, gold: str, answer: str) -> list[dict]:
     return [
         {"role": "system", "content": GRADER_SYSTEM},
@@ -79,6 +59,9 @@ class Judge:
     def grade(self, question: str, answer: str, ground_truth: str) -> Verdict:
         if not answer.strip():
             return Verdict(NOT_ATTEMPTED, "empty-answer")
+        closed = self._grade_closed(question, answer, ground_truth)
+        if closed is not None:
+            return closed
         if answer_contains(answer, ground_truth):
             return Verdict(CORRECT, "exact-match")
         if self.require_overlap and not shares_a_word(answer, ground_truth):
@@ -92,6 +75,23 @@ class Judge:
         label = max(options, key=lambda o: calibrated[o])
         scores = ", ".join(f"{k} {v:+.2f}" for k, v in calibrated.items())
         return Verdict(label, f"llm-choice ({choice.method}, calibrated)", [f"grader calibrated log-probabilities: {scores}"])
+
+    @staticmethod
+    def _grade_closed(question: str, answer: str, ground_truth: str) -> Verdict | None:
+        """A closed question ("A or B?", yes/no) whose gold is one of its options is graded by the option
+        the answer names: "yes" is never right for "no". None when the answer names both options
+        (left to the other rules) or the gold is not among the options."""
+        options = closed_options(question)
+        gold = next((o for o in options if normalize_answer(o) == normalize_answer(ground_truth)), None)
+        if gold is None:
+            return None
+        named = [o for o in options if answer_contains(answer, o)]
+        if len(named) > 1:
+            return None
+        if named == [gold]:
+            return Verdict(CORRECT, "closed-choice")
+        chose = f"names {named[0]!r}" if named else "names none of them"
+        return Verdict(INCORRECT, "closed-choice", [f"the question allows {' or '.join(options)}; the answer {chose}"])
 
     def evaluate_without_ground_truth(self, question: str, answer: str, evidence: str) -> Verdict:
         """Three evaluators vote pass/fail; the arbiter sees their votes and decides."""

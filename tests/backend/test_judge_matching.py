@@ -20,3 +20,24 @@ def test_normalisation():
 )
 def test_answer_contains_gold_as_whole_words(answer, gold, expected):
     assert answer_contains(answer, gold) is expected
+
+
+class _NoGrader:
+    """The closed-question rule decides without the model: any call to it fails the test."""
+
+    def choose(self, *args, **kwargs):
+        raise AssertionError("a closed question's verdict must not ask the grader model")
+
+
+def test_a_closed_question_is_graded_by_the_option_the_answer_names():
+    from backend.judge import CORRECT, INCORRECT, Judge
+
+    judge = Judge(_NoGrader())
+    yes_no = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    assert judge.grade(yes_no, "yes", "no").label == INCORRECT
+    assert judge.grade(yes_no, "No, they were not", "no").label == CORRECT
+    verdict = judge.grade(yes_no, "They were both filmmakers", "no")
+    assert verdict.label == INCORRECT and verdict.method == "closed-choice" and "names none" in verdict.feedback[0]
+    choice = "Who is older, Annie Morton or Terry Richardson?"
+    assert judge.grade(choice, "Terry Richardson", "Terry Richardson").label == CORRECT
+    assert judge.grade(choice, "Annie Morton", "Terry Richardson").label == INCORRECT

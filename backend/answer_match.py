@@ -1,0 +1,30 @@
+"""How an answer's text is compared with another: SQuAD-style normalisation and whole-word containment.
+
+Shared by the Judge, the evaluation metrics, rewards and the Executor's check that a draft answer is
+stated in what it retrieved.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD-style normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def answer_contains(answer: str, gold: str) -> bool:
+    """True when the normalised gold answer appears as whole words in the normalised answer."""
+    a, g = normalize_answer(answer), normalize_answer(gold)
+    if not a or not g:
+        return False
+    return a == g or re.search(rf"(^| ){re.escape(g)}( |$)", a) is not None
+
+
+def shares_a_word(answer: str, gold: str) -> bool:
+    return bool(set(normalize_answer(answer).split()) & set(normalize_answer(gold).split()))
