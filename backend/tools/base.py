@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from backend.tools.text_ranking import relevant_excerpt
+
 log = logging.getLogger(__name__)
 
 
@@ -104,18 +106,6 @@ def _value_problems(name: str, spec: dict, value: Any) -> list[str]:
     raise ValueError(f"unsupported schema type in {name!r}: {spec!r}")
 
 
-def shorten(text: str, limit: int) -> str:
-    """Cut `text` to at most `limit` characters, at a word boundary when one is near, marking the cut."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit * 0.8:
-        cut = cut[:space]
-    return cut + "…"
-
-
 class BaseTool:
     """Validates arguments, times the call and turns a ToolError into an ok=False result.
 
@@ -193,5 +183,5 @@ def format_results_by_query(query_list: list[str], results: list[list[Passage]],
         for passage in passages:
             number += 1
             where = f" <{passage.url}>" if passage.url else ""
-            lines.append(f"[{number}] {passage.title}{where}: {shorten(passage.text, text_limit)}")
+            lines.append(f"[{number}] {passage.title}{where}: {relevant_excerpt(passage.text, query, text_limit)}")
     return "\n".join(lines)

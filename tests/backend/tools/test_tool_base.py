@@ -1,6 +1,7 @@
 import json
 
-from backend.tools.base import BaseTool, Passage, ToolError, argument_problems, shorten, tool_prompt_lines
+from backend.tools.base import BaseTool, Passage, ToolError, argument_problems, tool_prompt_lines
+from backend.tools.text_ranking import shorten
 
 SCHEMA = {
     "type": "object",
@@ -73,3 +74,16 @@ def test_shorten_cuts_at_a_word_and_marks_it():
     assert shorten("a  b\nc", 10) == "a b c"
     cut = shorten("word " * 50, 42)
     assert len(cut) <= 42 and cut.endswith("word…")
+
+
+def test_a_long_passage_keeps_its_opening_and_the_sentences_that_match_the_query():
+    from backend.tools.text_ranking import relevant_excerpt
+
+    text = ("Tinted Windows is an American rock supergroup formed by Bun E. Carlos of Cheap Trick. "
+            "Josh Lattanzi often performs with the band. The band recorded at Stratosphere Sound. "
+            "The first performance by the band was in Tulsa, Oklahoma. It toured in 2009.")
+    excerpt = relevant_excerpt(text, "Tinted Windows first performance", 160)
+    assert excerpt.startswith("Tinted Windows is an American rock supergroup formed by Bun E. Carlos of Cheap Trick.")
+    assert "The first performance by the band was in Tulsa, Oklahoma." in excerpt  # a plain cut would lose it
+    assert "…" in excerpt and len(excerpt) <= 160
+    assert relevant_excerpt("Short text.", "anything", 160) == "Short text."
