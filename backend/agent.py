@@ -196,7 +196,8 @@ class ResearchAgent:
             for round_no in range(1, reflections + 1):
                 if session.limit_reached(deadline):
                     break
-                reflection = planner.reflect(question, session.answer, session.trace_text())
+                reflection = planner.reflect(question, session.answer, session.trace_text(),
+                                             support=session.answer_support(question))
                 yield ReflectionDecided(run_id, replan=reflection.replan, scores=reflection.scores, round=round_no)
                 if not reflection.replan:
                     break

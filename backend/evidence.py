@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from backend.tools.text_ranking import rank_texts
+from backend.answer_match import answer_contains, normalize_answer
+from backend.tools.text_ranking import rank_texts, split_sentences
 
 _AUXILIARIES = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had",
                 "will", "would", "should", "may", "might")
@@ -76,3 +77,25 @@ def select_evidence(question: str, passages: list[dict], *, max_chars: int, max_
         lines.append(line[:max_chars])
         used += len(line) + 1
     return "\n".join(lines)
+
+
+def is_grounded(answer: str, question: str, passages: list[dict]) -> bool:
+    """An open question's draft answer that the retrieved text states (as whole words) and that is
+    not merely a phrase of the question itself: an entity the question already names is the first
+    hop of a bridge question, not its answer."""
+    return bool(stating_sentence(answer, question, passages))
+
+
+def stating_sentence(answer: str, question: str, passages: list[dict], *, max_chars: int = 240) -> str:
+    """'Title: sentence' for the first retrieved sentence that states `answer` (see is_grounded), or ""."""
+    normalised = normalize_answer(answer)
+    if not normalised or answer_contains(question, answer) or len(normalised) > 120:
+        return ""
+    for p in passages:
+        title, text = p.get("title", ""), " ".join((p.get("text") or "").split())
+        for sentence in split_sentences(text):
+            if answer_contains(sentence, answer):
+                return f"{title}: {sentence}"[:max_chars]
+        if answer_contains(title, answer):
+            return f"{title}: {text}"[:max_chars]
+    return ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from backend import protocol
 from backend.llm.base import ChatModel, Completion
 
 PLANNER_SYSTEM = (
@@ -139,12 +140,21 @@ class Planner:
             notes.append("no action step was left; using a single search step")
         return Blueprint(text=text.strip(), steps=kept, completion=completion, recovered="; ".join(notes) or None)
 
-    def reflect(self, question: str, answer: str, trace_text: str) -> Reflection:
+    def reflect(self, question: str, answer: str, trace_text: str, support: str | None = None) -> Reflection:
+        """`support`: where the retrieved text states the answer ("" = nowhere; None = not checked, as
+        for a yes/no question), so the decision rests on evidence rather than on the search titles."""
+        if support is None:
+            evidence = ""
+        elif support:
+            evidence = f"\nWhere the results state it (retrieved data): {protocol.neutralise(support)}"
+        else:
+            evidence = "\nThe retrieved text does not state this answer."
         messages = [
             {"role": "system", "content": "You check research work."},
             {
                 "role": "user",
-                "content": f"Question: {question}\nResearch so far:\n{trace_text}\nAnswer: {answer or '(none)'}\n\n{REFLECT_QUESTION}",
+                "content": f"Question: {question}\nResearch so far:\n{trace_text}\nAnswer: {answer or '(none)'}"
+                           f"{evidence}\n\n{REFLECT_QUESTION}",
             },
         ]
         choice = self.model.choose(messages, ["yes", "no"])

@@ -110,7 +110,8 @@ def run_episode(
     correct_first = grader.correct(question, first_answer, ground_truth)
     replanned = False
     for _ in range(settings.reflections):
-        reflection = planner.reflect(question, session.answer, session.trace_text())
+        reflection = planner.reflect(question, session.answer, session.trace_text(),
+                                     support=session.answer_support(question))
         if not reflection.replan:
             break
         replanned = True

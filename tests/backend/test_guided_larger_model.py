@@ -1,0 +1,102 @@
+"""A larger local model's guided turns (Qwen on llama.cpp declares small=False): it drafts the answer
+from its own conversation after each search and stops once the results state the draft; a draft the
+results do not state, or one that only repeats the question's own entity, sends it searching on.
+Real wiki search (BM25), scripted model outputs."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+
+from backend.events import AnswerReady, ExecutorThought, Recovery, ToolCalled
+from backend.evidence import is_grounded
+from backend.executor import EXECUTOR_SYSTEM, ExecutorSession
+from backend.metering import RunMeter
+
+QUESTION = "In what city did the band Tinted Windows first perform?"
+
+
+@pytest.fixture
+def larger_model_class(scripted_model_class):
+    class LargerScriptedModel(scripted_model_class):
+        traits = replace(scripted_model_class.traits, small=False, executor_turns=4)
+
+    return LargerScriptedModel
+
+
+def run(model, tools, question=QUESTION, max_turns=4):
+    session = ExecutorSession(model, {"search": tools["search"]}, RunMeter(), "run", guided=True)
+    session.start(question, [])
+    return list(session.run(question, max_turns=max_turns, deadline=time.monotonic() + 60))
+
+
+def searched(events):
+    return [e.arguments["query_list"][0] for e in events if isinstance(e, ToolCalled)]
+
+
+def test_a_draft_the_results_state_ends_the_run_after_one_search(larger_model_class, shared_tools):
+    model = larger_model_class("executor", ["Tinted Windows band", "Tulsa"])
+    events = run(model, shared_tools)
+    assert searched(events) == ["Tinted Windows band"]
+    answer = next(e for e in events if isinstance(e, AnswerReady))
+    assert answer.text == "Tulsa" and not answer.forced
+    # The draft was read from the Executor's own conversation (its prompt cache), not a separate prompt.
+    reader_prompt = model.prompts[-1]
+    assert reader_prompt[0]["content"].startswith(EXECUTOR_SYSTEM.split("{")[0])
+    assert "<tool_response>" in reader_prompt[-1]["content"]
+    assert reader_prompt[-1]["content"].rstrip().endswith("never a sentence.")
+
+
+def test_an_ungrounded_draft_sends_the_executor_searching_on(larger_model_class, shared_tools):
+    model = larger_model_class("executor", ["Tinted Windows band", "Atlantis", "Tinted Windows first performance", "Tulsa"])
+    events = run(model, shared_tools)
+    assert searched(events) == ["Tinted Windows band", "Tinted Windows first performance"]
+    assert any(isinstance(e, ExecutorThought) and "'Atlantis' is not stated" in e.text for e in events)
+    assert any(isinstance(e, Recovery) and "not grounded" in e.reason for e in events)
+    assert next(e for e in events if isinstance(e, AnswerReady)).text == "Tulsa"
+
+
+def test_a_draft_that_repeats_the_questions_entity_is_not_an_answer(larger_model_class, shared_tools):
+    model = larger_model_class("executor", ["Tinted Windows", "Tinted Windows", "Tinted Windows band", "Tulsa"])
+    events = run(model, shared_tools)
+    assert len(searched(events)) == 2
+    assert next(e for e in events if isinstance(e, AnswerReady)).text == "Tulsa"
+
+
+def test_a_comparison_searches_both_sides_before_choosing(larger_model_class, shared_tools):
+    question = "Who is older, Annie Morton or Terry Richardson?"
+    model = larger_model_class("executor", ["Annie Morton", "Terry Richardson"], choices=["Terry Richardson"])
+    events = run(model, shared_tools, question=question)
+    assert searched(events) == ["Annie Morton", "Terry Richardson"]
+    assert next(e for e in events if isinstance(e, AnswerReady)).text == "Terry Richardson"
+
+
+def test_grounding_needs_the_answer_in_the_text_as_whole_words():
+    passages = [{"title": "Tinted Windows (band)", "text": "The first performance by the band was in Tulsa, Oklahoma."}]
+    assert is_grounded("Tulsa", QUESTION, passages)
+    assert is_grounded("tulsa.", QUESTION, passages)
+    assert not is_grounded("Tuls", QUESTION, passages)  # part of a word
+    assert not is_grounded("Tinted Windows", QUESTION, passages)  # the question's own entity
+    assert not is_grounded("", QUESTION, passages)
+    assert not is_grounded("Chicago", QUESTION, passages)
+
+
+def test_reflection_is_shown_where_the_results_state_the_answer(larger_model_class, shared_tools):
+    from backend.planner import Planner
+
+    model = larger_model_class("executor", ["Tinted Windows band", "Tulsa"])
+    session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True)
+    session.start(QUESTION, [])
+    list(session.run(QUESTION, max_turns=4, deadline=time.monotonic() + 60))
+    support = session.answer_support(QUESTION)
+    assert support.startswith("Tinted Windows (band): ") and "Tulsa" in support
+    planner_model = larger_model_class("planner", choices=["no"])
+    reflection = Planner(planner_model).reflect(QUESTION, session.answer, session.trace_text(), support=support)
+    assert not reflection.replan
+    prompt = planner_model.prompts[-1][-1]["content"]
+    assert f"Where the results state it (retrieved data): {support}" in prompt
+    Planner(planner_model).reflect(QUESTION, "Chicago", session.trace_text(), support="")
+    assert "The retrieved text does not state this answer." in planner_model.prompts[-1][-1]["content"]
+    assert session.answer_support("Was Tinted Windows formed in New York City?") is None  # yes/no: no sentence shows it
