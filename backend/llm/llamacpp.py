@@ -121,7 +121,6 @@ class LlamaCppChatModel(InProcessChatModel):
             raise LLMError(f"repetition_penalty must be positive (1.0 = off); got {repetition_penalty}.")
         try:
             from llama_cpp import Llama, llama_cpp
-            from llama_cpp import _internals as internals
         except ImportError:
             raise LLMError(
                 "llama-cpp-python is not installed; run `make install` (it builds llama-cpp-python once, "
@@ -155,17 +154,46 @@ class LlamaCppChatModel(InProcessChatModel):
         # (every turn needed a recovery), so local models are guided whatever their size.
         self.traits = ModelTraits(small=is_small, guided_turns=True, context_tokens=context_tokens,
                                   executor_turns=8 if is_small else 4)
-        slot_list = [_Slot(self._llama._ctx, self._llama._batch)]
-        for _ in range(slots - 1):
-            context = internals.LlamaContext(model=self._model, params=self._llama.context_params, verbose=False)
-            batch = internals.LlamaBatch(n_tokens=batch_tokens, embd=0, n_seq_max=1, verbose=False)
-            slot_list.append(_Slot(context, batch))
+        self.adapter_path: Path | None = None
+        self._set_slots([_Slot(self._llama._ctx, self._llama._batch)] + [self._new_slot() for _ in range(slots - 1)], seed)
+
+    def _new_slot(self) -> _Slot:
+        from llama_cpp import _internals as internals
+
+        context = internals.LlamaContext(model=self._model, params=self._llama.context_params, verbose=False)
+        batch = internals.LlamaBatch(n_tokens=self.batch_tokens, embd=0, n_seq_max=1, verbose=False)
+        return _Slot(context, batch)
+
+    def _set_slots(self, slot_list: list[_Slot], seed: int) -> None:
         self._slots = slot_list  # kept alive with the model
         self._pool = _SlotPool(slot_list)
         self._stats_lock = threading.Lock()
         self.prompt_tokens_total = 0
         self.prompt_tokens_cached = 0
         self._rng = np.random.default_rng(seed)
+
+    def with_adapter(self, adapter_gguf: Path, *, name: str, slots: int = 1, scale: float = 1.0) -> LlamaCppChatModel:
+        """The same loaded weights with a LoRA adapter (a GGUF adapter file) applied, in slots of its
+        own, so the other roles' calls keep answering with the base weights."""
+        import copy
+        import ctypes
+
+        lib = self._llama_cpp
+        adapter = lib.llama_adapter_lora_init(self._model.model, str(adapter_gguf).encode("utf-8"))
+        if not adapter:
+            raise LLMError(f"llama.cpp could not load the adapter {adapter_gguf} for {self.name}; it must be a "
+                           "GGUF LoRA adapter converted for this very model.")
+        sibling = copy.copy(self)
+        slot_list = [self._new_slot() for _ in range(max(1, slots))]
+        for slot in slot_list:
+            adapters = (lib.llama_adapter_lora_p_ctypes * 1)(adapter)
+            if lib.llama_set_adapters_lora(slot.context.ctx, adapters, 1, (ctypes.c_float * 1)(scale)):
+                raise LLMError(f"llama.cpp refused to apply the adapter {adapter_gguf} to {self.name}.")
+        sibling._set_slots(slot_list, seed=0)
+        sibling._adapter = adapter  # freed with the model
+        sibling.adapter_path = Path(adapter_gguf)
+        sibling.name = name
+        return sibling
 
     # ---- ChatModel ----------------------------------------------------------------------------
 

@@ -464,3 +464,52 @@ def test_a_failing_update_pauses_learning_with_the_reason(make_learner, tmp_path
     assert status.paused and "learning is paused" in status.last_error and "No space left" in status.last_error
     assert learner.work_once() == "paused"
     assert (tmp_path / "ttrl" / "versions" / "v0002" / "adapter").is_dir()  # the stray v0001 was not reused
+
+
+# -- llama.cpp Planner: the LoRA is trained on a transformers copy and applied as a GGUF adapter ------
+
+@pytest.mark.slow
+def test_a_llamacpp_planner_answers_with_its_promoted_adapter(tmp_path, _smollm2_prepared, wiki_tools, embedder):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from backend.agent import ResearchAgent
+    from backend.llm.gguf_import import default_gguf_path
+    from backend.llm.llamacpp import LlamaCppChatModel
+    from backend.runlog import RunLog
+    from backend.runtime import Runtime, make_chat_model
+    from memory_db import MemoryStore
+    from training.ttrl.live import build_learner, planner_model_for
+
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / _smollm2_prepared.name).symlink_to(_smollm2_prepared)  # dequantised once per cache
+    base = load_config(environ={})
+    role = RoleConfig(backend="llamacpp", model_file=str(default_gguf_path()), context_tokens=1024, slots=1,
+                      max_new_tokens=24)
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     roles={n: role for n in base.roles}, ttrl=settings())
+    models = {name: make_chat_model(config, name, progress=False) for name in config.roles}
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    agent = ResearchAgent(config, models=models, tools=wiki_tools, store=store, runlog=RunLog(config.runs_dir))
+    learner = build_learner(Runtime(config=config, agent=agent, store=store, runlog=agent.runlog))
+    try:
+        # The learner trains the transformers copy of the very GGUF the Planner answers with.
+        assert learner.planner_base_dir().resolve() == _smollm2_prepared.resolve()
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_pretrained(_smollm2_prepared, dtype=torch.float32)
+        peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                                      init_lora_weights=False))
+        adapter_dir = tmp_path / "ttrl" / "versions" / "v0001" / "adapter"
+        peft_model.save_pretrained(adapter_dir)
+        version = Version(number=1, adapter_dir=str(adapter_dir))
+        planner = planner_model_for(config, version)
+        assert isinstance(planner, LlamaCppChatModel)
+        assert planner.name == f"{models['planner'].name}+v0001"
+        assert planner.adapter_path == adapter_dir.parent / "adapter.gguf" and planner.adapter_path.is_file()
+        messages = [{"role": "user", "content": "Plan research for: who wrote Kiss and Tell?"}]
+        base_text = models["planner"].generate(messages, max_new_tokens=12).text
+        assert planner.generate(messages, max_new_tokens=12).text != base_text
+        assert models["planner"].generate(messages, max_new_tokens=12).text == base_text  # other roles unchanged
+        assert planner_model_for(config, Version(number=0)) is models["planner"]
+    finally:
+        store.close()

@@ -79,7 +79,7 @@ class TestTimeLearner:
         settings: LearningConfig,
         *,
         root: Path,
-        planner_base_dir: Path,
+        planner_base_dir: Path | Callable[[], Path],
         executor_model: ChatModel,
         judge_model: ChatModel | None,
         manager: Manager,
@@ -94,7 +94,8 @@ class TestTimeLearner:
         self.settings = settings
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.planner_base_dir = Path(planner_base_dir)
+        # A callable is resolved when the policy is first built (preparing the weights may take minutes).
+        self._planner_base = planner_base_dir
         self.executor_model = executor_model
         self.judge = Judge(judge_model, require_overlap=True) if judge_model is not None else None
         self.manager = manager
@@ -294,11 +295,16 @@ class TestTimeLearner:
         return "processed"
 
     # -- the two sides of learning ----------------------------------------------------------------
+    def planner_base_dir(self) -> Path:
+        if callable(self._planner_base):
+            self._planner_base = Path(self._planner_base())
+        return Path(self._planner_base)
+
     def policy(self) -> PolicyChatModel:
         if self._policy is None:
             current = self.versions.current()
             self._policy = PolicyChatModel(
-                self.planner_base_dir, temperature=self.settings.temperature,
+                self.planner_base_dir(), temperature=self.settings.temperature,
                 lora=LoraSettings(r=self.settings.lora_r, alpha=self.settings.lora_alpha),
                 adapter_dir=current.adapter_path,
             )

@@ -22,7 +22,9 @@ from backend.llm.base import ChatModel, LLMError
 from backend.llm.embedded import EmbeddedChatModel, get_embedded_model
 from backend.llm.openai_compat import OpenAIChatModel, ServerRejected
 from backend.manager import Manager
-from backend.runtime import Runtime, embedded_model_dir, resolve_path
+from backend.llm.gguf_import import prepare_embedded_model
+from backend.llm.gguf_lora import write_gguf_adapter
+from backend.runtime import Runtime, embedded_model_dir, gguf_file, make_chat_model, resolve_path
 from training.ttrl.learner import TestTimeLearner
 from training.ttrl.versions import Version
 
@@ -34,22 +36,31 @@ def learning_root(config: Config) -> Path:
 
 
 def planner_base_dir(config: Config) -> Path:
-    """The local weights test-time learning trains: the embedded Planner's, or ttrl.base_model_dir."""
+    """The local weights test-time learning trains: the embedded Planner's, a transformers copy of
+    the llama.cpp Planner's GGUF (dequantised once, on first training), or ttrl.base_model_dir."""
     if config.ttrl.base_model_dir:
         return resolve_path(config, config.ttrl.base_model_dir)
     role = config.role("planner")
     if role.backend == "llamacpp":
-        raise ConfigError(
-            "the Planner runs on llama.cpp (a quantised GGUF), whose weights test-time learning cannot train "
-            "or swap yet; for learning Planner weights set roles.planner.backend = \"embedded\" (SmolLM2) or a "
-            "served Planner with ttrl.base_model_dir, or set ttrl.enabled = false to silence this."
-        )
+        return prepare_embedded_model(config.model_cache_dir, gguf_path=gguf_file(config, role, progress=False),
+                                      progress=False)
     if not role.is_embedded:
         raise ConfigError(
             "ttrl.base_model_dir: the Planner is served, so test-time learning needs the served model's weights "
             "on this machine (a transformers folder) to train its LoRA adapter; set ttrl.base_model_dir or ttrl.enabled = false."
         )
     return embedded_model_dir(config, role, progress=False)
+
+
+def gguf_adapter_for(version: Version, base_gguf: Path) -> Path:
+    """The version's LoRA as a llama.cpp adapter, converted once next to its peft folder."""
+    if version.adapter_path is None or not version.adapter_path.is_dir():
+        raise LLMError(f"Planner {version.name} has no adapter folder at {version.adapter_dir!r}; roll back to "
+                       "a version whose adapter/ folder exists.")
+    target = version.adapter_path.parent / "adapter.gguf"
+    if not target.is_file() or target.stat().st_mtime < version.adapter_path.stat().st_mtime:
+        write_gguf_adapter(version.adapter_path, base_gguf, target)
+    return target
 
 
 def adapter_digest(adapter_dir: Path) -> str:
@@ -131,6 +142,12 @@ class ServedAdapterPlanner(OpenAIChatModel):
 def planner_model_for(config: Config, version: Version) -> ChatModel:
     """The chat model the app's Planner should use for `version`."""
     role = config.role("planner")
+    if role.backend == "llamacpp":
+        base_model = make_chat_model(config, "planner", progress=False)
+        if version.adapter_path is None:
+            return base_model
+        adapter = gguf_adapter_for(version, gguf_file(config, role, progress=False))
+        return base_model.with_adapter(adapter, name=f"{base_model.name}+{version.name}")
     if role.is_embedded:
         base = planner_base_dir(config)
         if version.adapter_path is None:
@@ -151,9 +168,12 @@ def swap_planner(runtime: Runtime, version: Version) -> None:
 def build_learner(runtime: Runtime) -> TestTimeLearner:
     config = runtime.config
     agent = runtime.agent
+    # A llama.cpp Planner's transformers copy is dequantised when learning first trains, not at start.
+    lazy = config.role("planner").backend == "llamacpp" and not config.ttrl.base_model_dir
+    learner_base = (lambda: planner_base_dir(config)) if lazy else planner_base_dir(config)
     manager = Manager(agent.models["manager"], runtime.store, summary_max_words=config.agent.summary_max_words)
     learner = TestTimeLearner(
-        config.ttrl, root=learning_root(config), planner_base_dir=planner_base_dir(config),
+        config.ttrl, root=learning_root(config), planner_base_dir=learner_base,
         executor_model=agent.models["executor"], judge_model=agent.models["judge"], manager=manager,
         tools={n: t for n, t in agent.tools.items() if n != "image_search"},
         canary_path=REPO_ROOT / config.ttrl.canary_file if not Path(config.ttrl.canary_file).is_absolute()
