@@ -76,6 +76,11 @@ class AgentConfig:
     def turns_for(self, executor) -> int:
         return self.max_turns or executor.executor_turns
 
+    def supplement_turns_for(self, executor) -> int:
+        """Turns after a replan: half the first round's (at least 2); the conversation already holds
+        what the first round found, and the supplementary plan has at most 3 steps."""
+        return max(2, self.turns_for(executor) // 2)
+
     def llm_calls_for(self, executor) -> int:
         if self.max_llm_calls:
             return self.max_llm_calls

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from backend.answer_match import answer_contains, normalize_answer
-from backend.tools.text_ranking import rank_texts, split_sentences
+from backend.tools.text_ranking import rank_texts, split_sentences, tokenize
 
 _AUXILIARIES = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had",
                 "will", "would", "should", "may", "might")
@@ -86,8 +86,24 @@ def is_grounded(answer: str, question: str, passages: list[dict]) -> bool:
     return bool(stating_sentence(answer, question, passages))
 
 
+def shares_a_question_word(answer: str, question: str) -> bool:
+    """The answer repeats a content word of the question ("Fyre Festival" for "the music festival ..."):
+    often the entity the question describes, the first hop of a bridge question, rather than its answer."""
+    return bool(set(tokenize([answer])[0]) & set(tokenize([question])[0]))
+
+
 def stating_sentence(answer: str, question: str, passages: list[dict], *, max_chars: int = 240) -> str:
-    """'Title: sentence' for the first retrieved sentence that states `answer` (see is_grounded), or ""."""
+    """'Title: sentence' for the first retrieved sentence that states `answer` (see is_grounded), or "".
+    A qualifier after a comma or in brackets ("Gregg Popovich, 1996") need not be stated with it."""
+    core = re.split(r",|\s\(", answer, maxsplit=1)[0]
+    for candidate in dict.fromkeys([answer, core]):
+        found = _sentence_stating(candidate, question, passages, max_chars)
+        if found:
+            return found
+    return ""
+
+
+def _sentence_stating(answer: str, question: str, passages: list[dict], max_chars: int) -> str:
     normalised = normalize_answer(answer)
     if not normalised or answer_contains(question, answer) or len(normalised) > 120:
         return ""

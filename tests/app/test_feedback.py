@@ -63,10 +63,11 @@ def test_right_answer_goes_through_the_judge(runtime, tmp_path):
     run = finished_run(runtime)
     answer = run["answer"].text
     queue = FeedbackQueue(tmp_path / "q.jsonl")
-    outcome = send(runtime, queue, run["run_started"].run_id, right_answer=answer)  # the answer itself: exact match
+    outcome = send(runtime, queue, run["run_started"].run_id, right_answer=answer)  # the answer itself
     assert outcome.label_after == "correct"
     assert runtime.store.get(run["memory_stored"].memory_id, namespace="default").correct
-    assert "exact-match" in queue.items()[0].judge_method
+    # A choice question, answered by one of its options: graded by the option the answer names.
+    assert queue.items()[0].judge_method == "the Judge (closed-choice) against your right answer"
     # Queue survives a new reader (a restarted app).
     assert FeedbackQueue(tmp_path / "q.jsonl").items()[0].right_answer == answer
 

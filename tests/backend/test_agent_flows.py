@@ -58,7 +58,7 @@ def make(tmp_path, tools, embedder, models, **agent_overrides):
 
 @pytest.fixture
 def roles(scripted_model_class):
-    def build(executor=(), planner=("1. Search for the album\n2. Search for the band",), planner_choices=("no",),
+    def build(executor=(), planner=("1. Search for the album\n2. Search for the band",), planner_choices=("yes",),
               judge_choices=(), manager=("They searched the album, then the band, and found the city.",),
               manager_choices=("location",)):
         return {
@@ -80,7 +80,7 @@ def test_reflection_replans_and_the_executor_continues(tmp_path, shared_tools, e
             answer("Tulsa"),
         ],
         planner=["1. Search for the album\n2. Search for the band", "1. Search for where the band first performed"],
-        planner_choices=["yes"],
+        planner_choices=["no"],  # "no": the research does not yet support the answer
     )
     agent = make(tmp_path, shared_tools, embedder, models)
     events = list(agent.run(RunRequest(QUESTION, ground_truth="Tulsa")))
@@ -104,8 +104,8 @@ def test_reflection_replans_and_the_executor_continues(tmp_path, shared_tools, e
     agent.store.close()
 
 
-def test_no_replan_when_reflection_says_no(tmp_path, shared_tools, embedder, roles):
-    models = roles(executor=[call("search", query_list=["Tinted Windows band"]), answer("Tulsa")], planner_choices=["no"])
+def test_no_replan_when_reflection_finds_the_answer_supported(tmp_path, shared_tools, embedder, roles):
+    models = roles(executor=[call("search", query_list=["Tinted Windows band"]), answer("Tulsa")], planner_choices=["yes"])
     agent = make(tmp_path, shared_tools, embedder, models)
     events = list(agent.run(RunRequest(QUESTION, ground_truth="Tulsa")))
     assert [e.revision for e in events if isinstance(e, PlanReady)] == [0]

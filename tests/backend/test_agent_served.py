@@ -23,9 +23,9 @@ from memory_db import MemoryStore
 QUESTION = 'The band who released the debut album "Tinted Windows" had their first performance in what city?'
 
 
-def served_config(tmp_path, base_url: str, **agent):
+def served_config(tmp_path, base_url: str, small: str = "auto", **agent):
     base = load_config(environ={})
-    role = RoleConfig(backend="openai", base_url=base_url, model="tiny", max_new_tokens=32, timeout_s=60)
+    role = RoleConfig(backend="openai", base_url=base_url, model="tiny", max_new_tokens=32, timeout_s=60, small=small)
     return replace(
         base,
         data_dir=tmp_path,
@@ -73,12 +73,12 @@ def test_an_unreachable_server_fails_the_run_with_a_clear_message(tmp_path, shar
 
 def test_guided_turns_on_a_served_model_send_at_most_four_stop_strings(tmp_path, tiny_chat_model, shared_tools,
                                                                       embedder):
-    """vLLM and OpenAI answer HTTP 400 to a fifth stop string (the local server does the same); a guided
-    turn's thought has five, so the rest are applied on the client."""
+    """vLLM and OpenAI answer HTTP 400 to a fifth stop string (the local server does the same); a small
+    model's guided thought has five, so the rest are applied on the client."""
     requests: list[dict] = []
     base_url, stop = start_server_in_thread(tiny_chat_model, served_model_name="tiny", request_log=requests)
     try:
-        config = served_config(tmp_path, base_url, guided_actions="on")
+        config = served_config(tmp_path, base_url, small="true", guided_actions="on")
         models = {name: make_chat_model(config, name) for name in config.roles}
         store = MemoryStore(config.resolved_memory_url, embedder=embedder)
         agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))

@@ -23,7 +23,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 
 from backend import protocol
 from backend.judge import answer_contains
-from backend.planner import PLANNER_SYSTEM, REFLECT_QUESTION, REPLAN_SYSTEM, parse_steps
+from backend.planner import PLANNER_SYSTEM, REFLECT_QUESTION, REPLAN_SYSTEM, REPLAN_WHEN, parse_steps
 from backend.tools.search import WikiSearchTool
 from training.rewards import planner_format_ok, planner_reward
 
@@ -141,7 +141,7 @@ class MiaPlannerAgentLoop(AgentLoopBase):
         first_answer = session.answer
         await talk.add_user(f"Research so far:\n{session.trace_text()}\nAnswer: {first_answer or '(none)'}\n\n{REFLECT_QUESTION}")
         decision = await talk.generate(sampling_params, request_id, stop=["\n", "."])
-        replanned = decision.strip().lower().startswith("yes")
+        replanned = decision.strip().lower().startswith(REPLAN_WHEN)
         plan_texts, recovered = [plan_text], [not plan]
         if replanned:
             await talk.add_user("Supplementary plan (at most 3 steps):")
