@@ -122,13 +122,18 @@ def _event_lines(event: Event) -> str:
         return f"[turn {event.turn}] recovery: {event.reason} -> {event.action}"
     if isinstance(event, AnswerReady):
         forced = f" (forced: {event.reason})" if event.forced else ""
-        sources = "; ".join(s["url"] or s["title"] for s in event.sources)
-        return f"Answer{forced}: {event.text or '(no answer)'}" + (f"\nSources: {sources}" if sources else "")
+        marks = "".join(f" [{s.get('n', i)}]" for i, s in enumerate(event.sources, 1))
+        lines = [f"Answer{forced}: {event.text or '(no answer)'}{marks}"]
+        for i, s in enumerate(event.sources, 1):
+            sentence = f": \"{s['sentence']}\"" if s.get("sentence") else ""
+            lines.append(f"  [{s.get('n', i)}] {s.get('url') or s['title']}{sentence}")
+        if not event.sources and event.text:
+            lines.append("  (no retrieved passage states this answer)")
+        return "\n".join(lines)
     if isinstance(event, ReflectionDecided):
         return f"Reflection {event.round}: replan = {'yes' if event.replan else 'no'}"
     if isinstance(event, VerdictReady):
-        gt = f" (ground truth: {event.ground_truth})" if event.ground_truth else ""
-        return f"Verdict: {event.label} by {event.method}{gt}"
+        return f"Verdict: {event.label}, {verdict_provenance(event)}"
     if isinstance(event, MemoryStored):
         label = "correct" if event.correct else "incorrect"
         return f"Memory stored [{event.memory_id[:8]}] ({label}, {event.question_type}, {summary_origin(event.summary_source)}): {event.summary}"
@@ -137,6 +142,14 @@ def _event_lines(event: Event) -> str:
     if isinstance(event, RunFailed):
         return f"Error: {event.message}"
     return str(event.to_dict())
+
+
+def verdict_provenance(event: VerdictReady) -> str:
+    """How a verdict was reached, in words: verified against ground truth, or the Judge's opinion."""
+    if event.verified:
+        return f"verified against the ground truth {event.ground_truth!r} by {event.method}"
+    confidence = f", confidence {event.confidence:.2f}" if event.confidence is not None else ""
+    return f"unverified: the Judge's opinion without ground truth ({event.method}{confidence}); give a thumb or the right answer to verify it"
 
 
 # -- chat messages (Gradio) ---------------------------------------------------------------------
@@ -232,19 +245,26 @@ class ChatTranscript:
         elif isinstance(event, AnswerReady):
             self.answer = event.text
             forced = f"\n\n_(answer forced: {esc(event.reason)})_" if event.forced else ""
+            marks = "".join(f" [{s.get('n', i)}]" for i, s in enumerate(event.sources, 1))
             sources = ""
             if event.sources:
-                items = [
-                    f"[{esc(s['title'])}]({safe_url(s.get('url'))})" if safe_url(s.get("url")) else esc(s["title"])
-                    for s in event.sources
-                ]
-                sources = "\n\nSources: " + "; ".join(items)
-            m.append({"role": "assistant", "content": f"**Answer:** {esc(event.text or '(no answer)')}{forced}{sources}"})
+                items = []
+                for i, s in enumerate(event.sources, 1):
+                    url = safe_url(s.get("url"))
+                    title = f"[{esc(s['title'])}]({url})" if url else f"**{esc(s['title'])}**"
+                    sentence = f": “{esc(s['sentence'])}”" if s.get("sentence") else ""
+                    items.append(f"{s.get('n', i)}. {title}{sentence}")
+                sources = "\n\nSources:\n" + "\n".join(items)
+            elif event.text:
+                sources = "\n\n_No retrieved passage states this answer._"
+            m.append({"role": "assistant", "content": f"**Answer:** {esc(event.text or '(no answer)')}{marks}{forced}{sources}"})
         elif isinstance(event, VerdictReady):
             self.verdict = event.label
-            gt = f" (ground truth: {esc(event.ground_truth)})" if event.ground_truth else ""
-            body = "\n".join(f"- {esc(f)}" for f in event.feedback) or f"Method: {esc(event.method)}"
-            m.append(_message(body, f"⚖️ Verdict: {event.label} by {esc(event.method)}{gt}", "done"))
+            lines = [f"- {esc(f)}" for f in event.feedback]
+            if event.evidence:
+                lines.append(f"- evidence checked: {esc('; '.join(event.evidence))}")
+            body = "\n".join(lines) or f"Method: {esc(event.method)}"
+            m.append(_message(body, f"⚖️ Verdict: {event.label}, {esc(verdict_provenance(event))}", "done"))
         elif isinstance(event, MemoryStored):
             self.memory_id = event.memory_id
             label = "correct" if event.correct else "incorrect"

@@ -130,7 +130,8 @@ class ResearchAgent:
         models = {role: MeteredModel(model, meter, role) for role, model in self.models.items()}
         planner = Planner(models["planner"], max_new_tokens=min(cfg.role("planner").max_new_tokens, 200))
         # A small judge may not call an answer correct that shares no word with the gold one.
-        judge = Judge(models["judge"], require_overlap=models["judge"].traits.small)
+        judge = Judge(models["judge"], require_overlap=models["judge"].traits.small,
+                      confident_at=cfg.agent.judge_confident_at)
         manager = Manager(models["manager"], self.store, summary_max_words=cfg.agent.summary_max_words)
         executor_cfg = cfg.role("executor")
         executor_traits = models["executor"].traits
@@ -151,7 +152,8 @@ class ResearchAgent:
             successful: list[dict] = []
             failed: list[dict] = []
             if uses_memory:
-                memories = manager.retrieve(question, request.namespace, caption, cfg.agent.memory_k)
+                memories = manager.retrieve(question, request.namespace, caption, cfg.agent.memory_k,
+                                            min_similarity=cfg.agent.min_memory_similarity)
                 successful = [memory_to_dict(m) for m in memories.successful]
                 failed = [memory_to_dict(m) for m in memories.failed]
                 yield MemoriesRetrieved(run_id, successful=successful, failed=failed)
@@ -214,16 +216,17 @@ class ResearchAgent:
             if request.ground_truth:
                 verdict = judge.grade(question, answer, request.ground_truth)
             else:
-                evidence = "\n".join(f"{p['title']}: {p['text'][:300]}" for p in session.passages[-6:])
-                verdict = judge.evaluate_without_ground_truth(question, answer, evidence)
+                verdict = judge.evaluate_without_ground_truth(question, answer, session.passages)
             yield VerdictReady(
-                run_id, label=verdict.label, method=verdict.method,
-                ground_truth=request.ground_truth, feedback=verdict.feedback,
+                run_id, label=verdict.label, method=verdict.method, ground_truth=request.ground_truth,
+                feedback=verdict.feedback, source=verdict.source, confidence=verdict.confidence,
+                evidence=verdict.evidence,
             )
 
             used_ids = [m["id"] for m in successful + failed]
-            if used_ids:
-                # A memory may have been evicted or deleted while this run used it.
+            if used_ids and (verdict.verified or cfg.agent.count_unverified_outcomes):
+                # Win rates count verified outcomes: the Judge's own opinion can be steered by what the
+                # run read. A memory may have been evicted or deleted while this run used it.
                 self.store.record_outcome(used_ids, correct=verdict.correct, namespace=request.namespace, missing_ok=True)
 
             if not uses_memory:
@@ -232,9 +235,10 @@ class ResearchAgent:
             consolidation = manager.consolidate(
                 question=question,
                 caption=caption,
-                plan_text="\n".join(f"{i}. {s}" for i, s in enumerate(steps_done, 1)),
                 plan_steps=steps_done,
-                trace_text=session.trace_text(),
+                steps=session.steps,
+                passages=session.passages,
+                support=session.answer_support(question),
                 answer=answer,
                 verdict=verdict.label,
                 namespace=request.namespace,
@@ -247,13 +251,15 @@ class ResearchAgent:
                     "judge_feedback": verdict.feedback,
                     # Only ground truth (or, later, a person's feedback) verifies a verdict: the Judge's
                     # own opinion can be steered by what the run read, e.g. text planted in a page.
-                    "verified": bool(request.ground_truth),
-                    "verdict_source": "ground_truth" if request.ground_truth else "judge",
+                    "verified": verdict.verified,
+                    "verdict_source": verdict.source,
+                    "judge_confidence": verdict.confidence,
                     "ground_truth": request.ground_truth,
                     "answer": answer,
                     "first_answer": first_answer,
                     "memories_used": used_ids,
-                    "sources": sorted({p.get("url") or p["title"] for p in session.passages}),
+                    "sources": [s.get("url") or s["title"] for s in session.sources(answer, question)],
+                    "searched": sorted({p.get("url") or p["title"] for p in session.passages}),
                     "trajectory": f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
                     "method": method,
                 },

@@ -68,6 +68,9 @@ class AgentConfig:
     summary_max_words: int = 300
     sparse_memory_planner: str = "manager"  # who plans while memory is sparse: "manager" or "planner"
     guided_actions: str = "auto"  # "auto" (as the Executor's model declares: on for local models), "on" or "off"
+    min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
+    judge_confident_at: float = 0.75  # without ground truth, "correct" needs the arbiter this sure (else "unsure")
+    count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
 
     # `executor`: the traits the Executor's model declares (backend.llm.base.ModelTraits).
     def guided_for(self, executor) -> bool:
@@ -222,6 +225,8 @@ def _validate(config: Config) -> None:
         (a.max_turns >= 0, "agent.max_turns", "must be 0 (automatic) or a positive number of turns"),
         (a.reflections >= 0, "agent.reflections", "must be 0 or more"),
         (a.memory_k >= 1, "agent.memory_k", "must be at least 1"),
+        (-1.0 <= a.min_memory_similarity <= 1.0, "agent.min_memory_similarity", "must be a cosine similarity (-1 to 1)"),
+        (0.5 <= a.judge_confident_at <= 1.0, "agent.judge_confident_at", "must be a probability from 0.5 to 1"),
         (a.max_question_chars >= 10, "agent.max_question_chars", "must be at least 10"),
         (a.max_seconds > 0, "agent.max_seconds", "must be positive"),
         (a.summary_max_words >= 20, "agent.summary_max_words", "must be at least 20"),

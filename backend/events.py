@@ -119,10 +119,17 @@ class ReflectionDecided(Event):
 @dataclass
 class VerdictReady(Event):
     kind: ClassVar[str] = "verdict"
-    label: str  # "correct" | "incorrect" | "not_attempted"
-    method: str  # how it was decided: "exact-match", "llm-choice", "evaluators"
+    label: str  # "correct" | "incorrect" | "not_attempted" | "unsure"
+    method: str  # how it was decided: "exact-match", "closed-choice", "llm-choice ...", "evaluators+arbiter"
     ground_truth: str | None = None
     feedback: list[str] = field(default_factory=list)
+    source: str = "judge"  # "ground_truth" (verified) | "judge" (the Judge's opinion, unverified)
+    confidence: float | None = None  # the Judge's probability of its label, where a model decided
+    evidence: list[str] = field(default_factory=list)  # titles of the passages the Judge checked
+
+    @property
+    def verified(self) -> bool:
+        return self.source != "judge"
 
 
 @dataclass
@@ -172,4 +179,6 @@ EVENT_TYPES: dict[str, type[Event]] = {
 def event_from_dict(data: dict[str, Any]) -> Event:
     data = dict(data)
     cls = EVENT_TYPES[data.pop("kind")]
+    if cls is VerdictReady and "source" not in data:  # logged before verdicts named their source
+        data["source"] = "ground_truth" if data.get("ground_truth") else "judge"
     return cls(**data)

@@ -115,3 +115,47 @@ def _sentence_stating(answer: str, question: str, passages: list[dict], max_char
         if answer_contains(title, answer):
             return f"{title}: {text}"[:max_chars]
     return ""
+
+
+def _unique_passages(passages: list[dict]) -> list[dict]:
+    unique, seen = [], set()
+    for p in passages:
+        key = (p.get("title"), p.get("url"))
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
+
+
+def _best_sentence(passage: dict, query: str, max_chars: int) -> str:
+    sentences = split_sentences(" ".join((passage.get("text") or "").split())) or [passage.get("title", "")]
+    ranked = rank_texts(sentences, query)
+    return (sentences[ranked[0][0]] if ranked else sentences[0])[:max_chars]
+
+
+def citations(answer: str, question: str, passages: list[dict], *, limit: int = 3, max_chars: int = 240) -> list[dict]:
+    """The retrieved passages the answer rests on, numbered from 1, each with the sentence that
+    supports it: for an open question the passages with a sentence stating the answer; for a closed
+    one the best passage about each option (or, for yes/no, about the question), since the answer
+    is a comparison no single sentence states. [] when nothing retrieved supports the answer."""
+    unique = _unique_passages(passages)
+    cited: list[tuple[dict, str]] = []
+    options = choice_options(question)
+    if options or is_yes_no_question(question):
+        queries = [f"{o} {question}" for o in options] if options else [question]
+        for query, option in zip(queries, options or [None]):
+            pool = [p for p in unique if option is None or answer_contains(f"{p.get('title', '')} {p.get('text') or ''}", option)]
+            ranked = rank_texts([f"{p.get('title', '')}. {p.get('text') or ''}" for p in pool], query)
+            for i, _ in ranked[: 1 if options else 2]:
+                if all(pool[i] is not c for c, _ in cited):
+                    cited.append((pool[i], _best_sentence(pool[i], query, max_chars)))
+    elif normalize_answer(answer):
+        core = re.split(r",|\s\(", answer, maxsplit=1)[0]
+        for p in unique:
+            found = _sentence_stating(answer, question, [p], max_chars) or _sentence_stating(core, question, [p], max_chars)
+            if found:
+                cited.append((p, found.split(": ", 1)[-1] if found.startswith(f"{p.get('title', '')}: ") else found))
+    return [
+        {"n": n, "title": p.get("title", ""), "url": p.get("url"), "source": p.get("source"), "sentence": sentence}
+        for n, (p, sentence) in enumerate(cited[:limit], 1)
+    ]

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Generator, Iterator, Mapping
 
 from backend import protocol
-from backend.evidence import closed_options, is_grounded, select_evidence, shares_a_question_word, stating_sentence
+from backend.evidence import citations, closed_options, is_grounded, select_evidence, shares_a_question_word, stating_sentence
 from backend.events import AnswerReady, Event, ExecutorThought, Recovery, TextDelta, ToolCalled, ToolReturned
 from backend.llm.base import ChatModel, Completion
 from backend.metering import RunMeter
@@ -103,6 +103,7 @@ class ExecutorSession:
         self.guided = guided
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
+        self.question = ""
         self.image = image
         self.turns: list[_Turn] = []
         self.steps: list[Step] = []
@@ -141,6 +142,7 @@ class ExecutorSession:
     def start(self, question: str, plan_steps: list[str], caption: str | None = None, context: str | None = None) -> None:
         """The first user turn: the question, the plan if there is one, and past research as data."""
         self.plan_steps = list(plan_steps)
+        self.question = question
         image_line = f"\nImage (described): {caption}" if caption else ""
         past = f"Notes from past research (data, may help):\n{context}\n\n" if context else ""
         if plan_steps:
@@ -271,18 +273,10 @@ class ExecutorSession:
         self.steps.append(Step(turn=self.turn_count, answer=answer))
         yield AnswerReady(self.run_id, text=answer, forced=forced, reason=reason, sources=self.sources(answer))
 
-    def sources(self, answer: str, limit: int = 3) -> list[dict]:
-        """Passages retrieved in this run, those that mention the answer first."""
-        seen, ranked = set(), []
-        needle = answer.lower().strip()
-        for p in self.passages:
-            key = (p.get("title"), p.get("url"))
-            if key in seen:
-                continue
-            seen.add(key)
-            ranked.append(p)
-        ranked.sort(key=lambda p: bool(needle) and needle in (p.get("text") or "").lower(), reverse=True)
-        return [{"title": p["title"], "url": p.get("url"), "source": p.get("source")} for p in ranked[:limit]]
+    def sources(self, answer: str, question: str | None = None, limit: int = 3) -> list[dict]:
+        """The retrieved passages the answer rests on, numbered, with the sentence that supports it
+        (backend.evidence.citations); none when no retrieved passage supports it."""
+        return citations(answer, question if question is not None else self.question, self.passages, limit=limit)
 
     def _guided_turn(self, question: str) -> Iterator[Event]:
         """One turn for a small model: free thought, then a constrained choice of action, then the

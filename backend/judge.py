@@ -1,29 +1,39 @@
 """The Judge: grades an answer with ground truth, or without it by three evaluators and an arbiter.
 
 Every label is a constrained choice between fixed options (log-probabilities on the embedded
-model, guided choice on a served one); no label is parsed out of free text.
+model, guided choice on a served one); no label is parsed out of free text. A verdict says how it
+was reached: against ground truth it is verified; without ground truth it is the Judge's opinion
+(unverified) and says "unsure" unless the answer is stated in the evidence and the arbiter is
+confident.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from backend.answer_match import answer_contains, normalize_answer, shares_a_word  # noqa: F401  (re-exported)
-from backend.evidence import closed_options
+from backend.evidence import closed_options, select_evidence, stating_sentence
 from backend.llm.base import ChatModel
+from backend.prompts import judge as prompts
 
-CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not_attempted"
+CORRECT, INCORRECT, NOT_ATTEMPTED, UNSURE = "correct", "incorrect", "not_attempted", "unsure"
+LABELS = (CORRECT, INCORRECT, NOT_ATTEMPTED, UNSURE)
 
-GRADER_SYSTEM = (
-    "You grade answers. An answer is correct when it states the gold answer (extra hedging is fine); "
-    "it is incorrect when it contradicts or misses the gold answer."
-)
+# Where a verdict came from; only the first two are verified.
+FROM_GROUND_TRUTH, FROM_FEEDBACK, FROM_JUDGE = "ground_truth", "feedback", "judge"
 
-EVALUATORS = {
-    "reasoning": "Is the research reasoning consistent, with no step contradicting another?",
-    "sourcing": "Is every fact in the answer supported by the retrieved evidence (no hallucination)?",
-    "validity": "Does the answer actually answer the question that was asked?",
+# Answers that hold no answer at all: a forced turn's empty prefix, a refusal, a placeholder.
+_PLACEHOLDERS = {
+    "answer", "the answer is", "answer is", "final answer", "n a", "na", "none", "unknown", "not known",
+    "i dont know", "i do not know", "no answer", "cannot be determined", "not enough information",
+    "insufficient information", "not stated", "not mentioned",
 }
+# Words an answer cannot end on when it is complete ("The music festival in", "Tulsa and").
+_DANGLING = {"the", "a", "an", "of", "in", "on", "at", "to", "for", "and", "or", "by", "with", "from", "is", "was"}
+# An answer that negates something cannot take credit for naming the gold inside its claim
+# ("No, Ed Sullivan never worked for The Ed Sullivan Show").
+_NEGATIONS = {"no", "not", "never", "neither", "nor", "none", "nothing", "isnt", "wasnt", "didnt", "doesnt", "arent", "werent"}
 
 
 @dataclass
@@ -31,50 +41,89 @@ class Verdict:
     label: str
     method: str
     feedback: list[str] = field(default_factory=list)
+    source: str = FROM_GROUND_TRUTH
+    confidence: float | None = None  # the Judge's probability of its label, where a model decided
+    evidence: list[str] = field(default_factory=list)  # titles of the passages the Judge checked
 
     @property
     def correct(self) -> bool:
         return self.label == CORRECT
 
+    @property
+    def verified(self) -> bool:
+        return self.source != FROM_JUDGE
 
-def _grading_messages(question: str, gold: str, answer: str) -> list[dict]:
-    return [
-        {"role": "system", "content": GRADER_SYSTEM},
-        {
-            "role": "user",
-            "content": f"Question: {question}\nGold answer: {gold}\nAnswer: {answer}\n"
-            "Is the answer correct? Reply correct or incorrect.",
-        },
-    ]
+
+def answer_problem(question: str, answer: str) -> str | None:
+    """Why `answer` holds no answer (empty, a placeholder, the question echoed, cut off), or None."""
+    text = answer.strip()
+    normalised = normalize_answer(text)
+    if not normalised:
+        return "the answer is empty"
+    if normalised in _PLACEHOLDERS or normalised.rstrip(" :") in _PLACEHOLDERS:
+        return f"the answer {text!r} is a placeholder, not an answer"
+    question_words = normalize_answer(question)
+    if normalised == question_words or (len(normalised) > 20 and normalised in question_words):
+        return "the answer repeats the question"
+    if text.endswith((":", ",", "(", "-")) or text.count("(") > text.count(")") or text.count('"') % 2:
+        return "the answer is cut off"
+    if normalised.split()[-1] in _DANGLING and len(normalised.split()) > 1:
+        return "the answer is cut off"
+    return None
+
+
+def negates(answer: str) -> bool:
+    return bool(set(normalize_answer(answer).split()) & _NEGATIONS)
+
+
+def _probability(logprobs: dict[str, float], label: str) -> float | None:
+    """The softmax probability of `label` among the options (an option scored -inf has none); None
+    when the scores say nothing (the label unscored, or -inf minus -inf in a calibration)."""
+    if label not in logprobs or not math.isfinite(logprobs[label]) or any(math.isnan(v) for v in logprobs.values()):
+        return None
+    top = max(logprobs.values())
+    total = sum(math.exp(v - top) for v in logprobs.values())
+    return math.exp(logprobs[label] - top) / total
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 class Judge:
     """`require_overlap`: with a tiny grader, an answer sharing no word with the gold answer is
-    incorrect without asking the model (its yes/no on unrelated strings is noise)."""
+    incorrect without asking the model (its yes/no on unrelated strings is noise).
+    `confident_at`: without ground truth, "correct" needs the arbiter's probability at least this."""
 
-    def __init__(self, model: ChatModel, *, require_overlap: bool = False) -> None:
+    def __init__(self, model: ChatModel, *, require_overlap: bool = False, confident_at: float = 0.75) -> None:
         self.model = model
         self.require_overlap = require_overlap
+        self.confident_at = confident_at
 
     def grade(self, question: str, answer: str, ground_truth: str) -> Verdict:
-        if not answer.strip():
-            return Verdict(NOT_ATTEMPTED, "empty-answer")
+        problem = answer_problem(question, answer)
+        if problem is not None:
+            return Verdict(NOT_ATTEMPTED, "no-answer", [problem])
         closed = self._grade_closed(question, answer, ground_truth)
         if closed is not None:
             return closed
-        if answer_contains(answer, ground_truth):
+        if answer_contains(answer, ground_truth) and not negates(answer):
             return Verdict(CORRECT, "exact-match")
         if self.require_overlap and not shares_a_word(answer, ground_truth):
             return Verdict(INCORRECT, "no-overlap", ["the answer shares no word with the gold answer"])
         options = [CORRECT, INCORRECT]
-        choice = self.model.choose(_grading_messages(question, ground_truth, answer), options)
+        choice = self.model.choose(prompts.grading_messages(question, ground_truth, answer), options)
         # Contextual calibration: subtract each label's score on a content-free answer, so a
         # model's prior preference for one label does not decide the verdict.
-        prior = self.model.choose(_grading_messages(question, ground_truth, "N/A"), options)
+        prior = self.model.choose(prompts.grading_messages(question, ground_truth, "N/A"), options)
         calibrated = {o: choice.logprobs[o] - prior.logprobs[o] for o in options}
         label = max(options, key=lambda o: calibrated[o])
         scores = ", ".join(f"{k} {v:+.2f}" for k, v in calibrated.items())
-        return Verdict(label, f"llm-choice ({choice.method}, calibrated)", [f"grader calibrated log-probabilities: {scores}"])
+        feedback = [f"grader calibrated log-probabilities: {scores}"]
+        if negates(answer) and answer_contains(answer, ground_truth):
+            feedback.insert(0, "the answer names the gold answer inside a negation, so containment does not count")
+        return Verdict(label, f"llm-choice ({choice.method}, calibrated)", feedback,
+                       confidence=_rounded(_probability(calibrated, label)))
 
     @staticmethod
     def _grade_closed(question: str, answer: str, ground_truth: str) -> Verdict | None:
@@ -93,28 +142,32 @@ class Judge:
         chose = f"names {named[0]!r}" if named else "names none of them"
         return Verdict(INCORRECT, "closed-choice", [f"the question allows {' or '.join(options)}; the answer {chose}"])
 
-    def evaluate_without_ground_truth(self, question: str, answer: str, evidence: str) -> Verdict:
-        """Three evaluators vote pass/fail; the arbiter sees their votes and decides."""
-        if not answer.strip():
-            return Verdict(NOT_ATTEMPTED, "empty-answer")
+    def evaluate_without_ground_truth(self, question: str, answer: str, passages: list[dict]) -> Verdict:
+        """Three evaluators vote pass/fail and the arbiter decides; the verdict is unverified. An open
+        question's answer that no retrieved sentence states, or an arbiter below `confident_at`, gives
+        "unsure" instead of "correct"."""
+        titles = list(dict.fromkeys(p.get("title", "") for p in passages))[:8]
+        problem = answer_problem(question, answer)
+        if problem is not None:
+            return Verdict(NOT_ATTEMPTED, "no-answer", [problem], source=FROM_JUDGE, evidence=titles)
+        evidence = select_evidence(question, passages, max_chars=1500, max_passage_chars=400)
         feedback, votes = [], []
-        context = f"Question: {question}\nEvidence:\n{evidence or '(none)'}\nAnswer: {answer}\n"
-        for name, criterion in EVALUATORS.items():
-            choice = self.model.choose(
-                [
-                    {"role": "system", "content": "You evaluate research answers strictly."},
-                    {"role": "user", "content": f"{context}{criterion} Reply yes or no."},
-                ],
-                ["yes", "no"],
-            )
-            verdict = "pass" if choice.label == "yes" else "fail"
-            votes.append(f"{name}: {verdict}")
-            feedback.append(f"{name}: {verdict} ({criterion})")
-        arbiter = self.model.choose(
-            [
-                {"role": "system", "content": "You are the arbiter of three evaluators."},
-                {"role": "user", "content": f"{context}Evaluator votes: {'; '.join(votes)}.\nIs the answer correct? Reply correct or incorrect."},
-            ],
-            [CORRECT, INCORRECT],
-        )
-        return Verdict(arbiter.label, "evaluators+arbiter", feedback)
+        for name, criterion in prompts.EVALUATORS.items():
+            choice = self.model.choose(prompts.evaluator_messages(question, evidence, answer, criterion), ["yes", "no"])
+            vote = "pass" if choice.label == "yes" else "fail"
+            votes.append(f"{name}: {vote}")
+            feedback.append(f"{name}: {vote} ({criterion})")
+        arbiter = self.model.choose(prompts.arbiter_messages(question, evidence, answer, votes), [CORRECT, INCORRECT])
+        confidence = _rounded(_probability(arbiter.logprobs, arbiter.label))
+        label = arbiter.label
+        stated = bool(closed_options(question)) or bool(stating_sentence(answer, question, passages))
+        if label == CORRECT and not stated:
+            label = UNSURE
+            feedback.append("unsure: no retrieved sentence states this answer")
+        elif label == CORRECT and confidence is None:
+            label = UNSURE
+            feedback.append("unsure: the arbiter's model reports no probabilities to weigh its choice")
+        elif label == CORRECT and confidence < self.confident_at:
+            label = UNSURE
+            feedback.append(f"unsure: the arbiter's confidence {confidence:.2f} is below {self.confident_at:.2f}")
+        return Verdict(label, "evaluators+arbiter", feedback, source=FROM_JUDGE, confidence=confidence, evidence=titles)

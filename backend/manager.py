@@ -1,14 +1,20 @@
 """The Manager: retrieves contrastive memories and consolidates finished trajectories into them.
 
-Consolidation compresses the trajectory into a workflow summary (how the question was researched,
-never just the answer), types the question by a constrained choice, and stores the memory with
-its verdict and provenance. Only this judged path writes memory.
+Consolidation compresses the trajectory into a workflow summary built from the run's own record:
+what was searched, what came back, the sentence the answer rests on, and why the answer was right
+or wrong (for a wrong one: whether any retrieved passage held the right answer). A model-written
+memo invented facts the run never saw, so the summary is composed, not generated. The question is
+typed by its wording (a model's constrained choice only when the wording does not say), and the
+memory is stored with its verdict and provenance. Only this judged path writes memory.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from backend.answer_match import answer_contains, normalize_answer
+from backend.evidence import closed_options, stating_sentence
 from backend.llm.base import ChatModel
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
 
@@ -17,17 +23,91 @@ QUESTION_TYPES = (
     "definition", "event", "function", "property", "others",
 )
 
-SUMMARY_SYSTEM = "You write short research memos."
-SUMMARY_INSTRUCTION = (
-    "In one or two sentences of your own words, say which searches found the evidence and what to do "
-    "differently next time."
+# What a question's wording says it asks for, checked in order; a question no rule matches is typed
+# by the Manager's model. Closed questions (yes/no, "A or B?") ask for a property of the two.
+_W = r"(?:\s+[\w'’-]+){0,3}\s+"  # up to three words between "what"/"which" and the noun it asks for
+_TYPE_RULES = (
+    ("career", r"\b(job|occupation|profession|career|position|office|worked? as|role)\b"),
+    ("time", r"^(when|what year|which year|in what year|in which year|what date|what decade|what century)\b"
+             rf"|\b(what|which){_W}(year|date|decade|century|month|day)\b|\bwhen\b"),
+    ("location", rf"\bwhere\b|\b(what|which|in what|in which){_W}?(city|country|state|town|county|province|region|island|"
+                 r"place|continent|location|river|village|district|area|street|stadium|venue|mountain|lake|cities|countries)s?\b"),
+    ("human", rf"^(who|whom|whose)|\b(who|whom|whose)\b|\b(what|which|name the){_W}?(person|man|woman|actor|actress|singer|"
+              r"author|writer|director|player|politician|musician|artist|queen|king|president|leader|founder|"
+              r"composer|producer|rapper|poet|scientist|coach|footballer|wrestler|boxer|member)s?\b"),
+    ("event", rf"\b(what|which){_W}?(event|war|battle|festival|competition|tournament|election|award|ceremony|game)s?\b"),
+    ("function", r"\b(used for|purpose of|function of)\b"),
+    ("process", r"^how (did|does|do|is|was|were|are|can|to)\b"),
+    ("property", r"^(how (many|much|old|long|tall|big|large|far|high))\b|^(is|are|was|were|do|does|did|can|could|has|have|had)\b"
+                 r"|\bor\b[^,]*\?$|\b(nationality|population|capacity|height|length|number|name)\b"),
+    ("definition", r"^what (is|are|was|were) (a|an|the)?\s?\w+\??$"),
 )
+
+
+def type_by_wording(question: str) -> str | None:
+    text = " ".join(question.lower().split())
+    found = next((name for name, pattern in _TYPE_RULES if re.search(pattern, text)), None)
+    return found or ("property" if closed_options(question) else None)
+
+
+def clean_plan_steps(plan_steps: list[str], answer: str, question: str) -> list[str]:
+    """A plan as a memory keeps it: each step once, and no step carrying the run's answer (a plan that
+    states an answer teaches the next question to search for that answer)."""
+    kept, seen = [], set()
+    carries = bool(normalize_answer(answer)) and not answer_contains(question, answer)
+    for step in plan_steps:
+        key = normalize_answer(step)
+        if not key or key in seen or (carries and answer_contains(step, answer)):
+            continue
+        seen.add(key)
+        kept.append(step)
+    return kept
+
+
+def _quoted(items: list[str]) -> str:
+    return ", ".join(f"'{i}'" for i in items)
+
+
+def workflow_summary(*, question: str, steps: list, passages: list[dict], answer: str, verdict: str,
+                     verified: bool, ground_truth: str | None = None, support: str | None = None) -> str:
+    """How the question was researched, from the run's own steps: each distinct search with what it
+    found, the sentence the answer rests on, and why the answer was (in)correct."""
+    searches, seen = [], set()
+    for step in steps:
+        if not getattr(step, "tool", None):
+            continue
+        queries = step.arguments.get("query_list") or [step.arguments.get("url") or step.arguments.get("goal") or ""]
+        queries = [str(q) for q in queries if str(q).strip()] if isinstance(queries, list) else [str(queries)]
+        key = (step.tool, tuple(q.lower() for q in queries))
+        if key in seen:
+            continue
+        seen.add(key)
+        found = ", ".join(step.titles[:3]) or ("an error" if not step.ok else "nothing")
+        searches.append(f"{step.tool} {_quoted(queries)} found {found}")
+    parts = ["Searched: " + "; then ".join(searches) + "." if searches else "No search was made."]
+    if support:
+        parts.append(f"The answer rests on: \"{support}\".")
+    if verdict == "not_attempted" or not answer.strip():
+        parts.append("No answer was given.")
+    elif not verified:
+        parts.append(f"Answered '{answer}'; the Judge, without ground truth, said {verdict} (unverified).")
+    elif verdict == "correct":
+        parts.append(f"Answered '{answer}': correct (verified).")
+    else:
+        why = ""
+        if ground_truth:
+            where = stating_sentence(ground_truth, question, passages)
+            why = (f" The right answer '{ground_truth}' was in a retrieved passage ({where.split(':', 1)[0]}) "
+                   "but was not read from it." if where else
+                   f" The right answer '{ground_truth}' was in no retrieved passage: the searches missed it.")
+        parts.append(f"Answered '{answer}': incorrect (verified).{why}")
+    return " ".join(parts)
 
 
 @dataclass
 class Consolidation:
     memory: Memory
-    summary_source: str  # "model" | "structural" | "case"
+    summary_source: str  # "workflow" (composed from the run's steps) | "case" (memento: plan + outcome)
 
 
 def memory_to_dict(scored) -> dict:
@@ -39,17 +119,12 @@ def memory_to_dict(scored) -> dict:
         "summary": m.summary,
         "plan": m.plan,
         "correct": m.correct,
+        "verified": (m.provenance or {}).get("verified") is True,
         "win_rate": round(m.win_rate, 3),
         "similarity": round(float(scored.similarity), 4),
         "score": round(float(scored.score), 4),
         "trajectory": (m.provenance or {}).get("trajectory"),
     }
-
-
-def structural_summary(question: str, plan_steps: list[str], trace_text: str, answer: str, verdict: str) -> str:
-    """A summary built from the trace itself, used when the model writes none."""
-    plan = "; ".join(plan_steps[:5])
-    return f"Plan: {plan}. Research: {trace_text.replace(chr(10), ' ')} Answer given: {answer or '(none)'} ({verdict})."
 
 
 def case_summary(plan_steps: list[str], answer: str, verdict: str) -> str:
@@ -68,10 +143,15 @@ class Manager:
         self.model, self.store = model, store
         self.summary_max_words = summary_max_words
 
-    def retrieve(self, question: str, namespace: str, caption: str | None, k: int) -> ContrastiveMemories:
-        return self.store.search_contrastive(question, namespace=namespace, caption=caption, k=k)
+    def retrieve(self, question: str, namespace: str, caption: str | None, k: int,
+                 min_similarity: float | None = None) -> ContrastiveMemories:
+        return self.store.search_contrastive(question, namespace=namespace, caption=caption, k=k,
+                                             min_similarity=min_similarity)
 
     def classify(self, question: str) -> str:
+        by_wording = type_by_wording(question)
+        if by_wording is not None:
+            return by_wording
         choice = self.model.choose(
             [
                 {"role": "system", "content": "You classify questions by what they ask for."},
@@ -84,56 +164,44 @@ class Manager:
         )
         return choice.label if choice.label in QUESTION_TYPES else "others"
 
-    def summarise(self, question: str, plan_steps: list[str], trace_text: str, answer: str, verdict: str) -> tuple[str, str]:
-        plan = "\n".join(f"{i}. {s}" for i, s in enumerate(plan_steps, 1))
-        completion = self.model.generate(
-            [
-                {"role": "system", "content": SUMMARY_SYSTEM},
-                {
-                    "role": "user",
-                    "content": f"Question: {question}\nPlan:\n{plan}\nResearch:\n{trace_text}\n"
-                    f"Answer: {answer or '(none)'} (judged {verdict})\n\n{SUMMARY_INSTRUCTION}",
-                },
-            ],
-            max_new_tokens=120,
-        )
-        summary = cap_words(completion.text, self.summary_max_words)
-        if len(summary.split()) >= 5:
-            return summary, "model"
-        structural = structural_summary(question, plan_steps, trace_text, answer, verdict)
-        return cap_words(structural, self.summary_max_words), "structural"
-
     def consolidate(
         self,
         *,
         question: str,
         caption: str | None,
-        plan_text: str,
         plan_steps: list[str],
-        trace_text: str,
+        steps: list,
+        passages: list[dict],
         answer: str,
         verdict: str,
         namespace: str,
         provenance: dict,
+        support: str | None = None,
         keep_contrast: bool = False,
         compress: bool = True,
     ) -> Consolidation:
-        """Store the trajectory as a memory. compress=False keeps it as a plain case (plan + outcome)
-        instead of a model-written workflow summary."""
+        """Store the trajectory as a memory: a workflow summary (compress) or, for the memento baseline,
+        a plain case (plan + outcome). `provenance` says whether the verdict is verified and holds the
+        ground truth when there is one; `steps` are the Executor's (backend.executor.Step)."""
+        clean_steps = clean_plan_steps(plan_steps, answer, question)
         if compress:
-            summary, source = self.summarise(question, plan_steps, trace_text, answer, verdict)
+            summary = workflow_summary(
+                question=question, steps=steps, passages=passages, answer=answer, verdict=verdict,
+                verified=provenance.get("verified") is True, ground_truth=provenance.get("ground_truth"),
+                support=support,
+            )
+            source = "workflow"
         else:
-            summary, source = cap_words(case_summary(plan_steps, answer, verdict), self.summary_max_words), "case"
-        question_type = self.classify(question)
+            summary, source = case_summary(clean_steps, answer, verdict), "case"
         memory = self.store.add(
             NewMemory(
                 question=question,
-                summary=summary,
-                plan=plan_text,
+                summary=cap_words(summary, self.summary_max_words),
+                plan="\n".join(f"{i}. {s}" for i, s in enumerate(clean_steps, 1)),
                 correct=verdict == "correct",
                 namespace=namespace,
                 caption=caption,
-                question_type=question_type,
+                question_type=self.classify(question),
                 provenance={**provenance, "summary_source": source},
             ),
             keep_contrast=keep_contrast,

@@ -80,6 +80,19 @@ def split_actions(steps: list[str]) -> tuple[list[str], list[str]]:
     return kept, dropped
 
 
+def without_claim(step: str, question: str) -> str:
+    """A step with what follows its colon removed when that states something the question does not
+    ("Synthesize the findings to answer the question: the festival was in Lisbon") — a guessed
+    answer in a plan misleads the search. A colon followed by the question's own words stays, and so
+    does a search step's query."""
+    head, colon, tail = step.partition(":")
+    if not colon or not head.strip() or is_search_step(step):
+        return step
+    known = set(re.findall(r"[a-z0-9]+", question.lower()))
+    new = [w for w in re.findall(r"[a-z0-9]+", tail.lower()) if w not in known]
+    return head.strip() if len(new) >= 2 else step
+
+
 def is_search_step(step: str) -> bool:
     return step.lower().startswith(("search", "find", "look", "locate", "retrieve", "research"))
 
@@ -93,6 +106,8 @@ def format_memories(successful: list[dict], failed: list[dict], max_chars: int =
         lines = [f"{title}:"]
         for i, item in enumerate(items, 1):
             verdict = "correct" if item.get("correct") else "incorrect"
+            if not item.get("verified", True):
+                verdict += ", unverified"
             summary = (item.get("summary") or "")[:max_chars]
             caption = f" Image: {item['caption']}." if item.get("caption") else ""
             lines.append(f"{i}. ({verdict}) Q: {item.get('question', '')}{caption} How: {summary}")
@@ -130,15 +145,20 @@ class Planner:
         ]
         completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=PLAN_PREFILL)
         text = PLAN_PREFILL + completion.text
-        return self._blueprint(text, completion, parse_steps(text), fallback=f"Search for the main entities of: {question}")
+        return self._blueprint(text, completion, parse_steps(text), fallback=f"Search for the main entities of: {question}",
+                               question=question)
 
     @staticmethod
-    def _blueprint(text: str, completion: Completion, steps: list[str], *, fallback: str) -> Blueprint:
-        """Keep the action steps; say visibly what was dropped or substituted."""
+    def _blueprint(text: str, completion: Completion, steps: list[str], *, fallback: str, question: str = "") -> Blueprint:
+        """Keep the action steps, without claims after a colon; say visibly what was dropped or cut."""
         kept, dropped = split_actions(steps)
         notes = []
         if dropped:
             notes.append(f"dropped {len(dropped)} step(s) that stated facts instead of actions")
+        cut = [without_claim(step, question) for step in kept]
+        if cut != kept:
+            notes.append(f"cut the claim from {sum(a != b for a, b in zip(cut, kept))} step(s)")
+            kept = list(dict.fromkeys(cut))
         if not kept:
             kept = [fallback]
             notes.append("no action step was left; using a single search step")
@@ -182,5 +202,6 @@ class Planner:
         if len(words) > 200:  # the paper caps supplementary plans at 200 words
             text = " ".join(words[:200])
         return self._blueprint(
-            text, completion, parse_steps(text, max_steps=3), fallback=f"Search again with different keywords for: {question}"
+            text, completion, parse_steps(text, max_steps=3), fallback=f"Search again with different keywords for: {question}",
+            question=question,
         )

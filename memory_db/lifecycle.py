@@ -9,17 +9,48 @@ from .schema import memories
 EXACT_DUPLICATE_SIMILARITY = 0.9999
 
 
+# Where a person's word comes from: thumbs or a right answer (feedback), the Memory view (person).
+PERSON_SOURCES = ("feedback", "person")
+
+
+def held_by_person(memory: Memory) -> bool:
+    """A memory a person labelled, edited or pinned: no later run replaces or relabels it."""
+    provenance = memory.provenance or {}
+    return memory.pinned or provenance.get("verdict_source") in PERSON_SOURCES or bool(provenance.get("edited_by"))
+
+
+def is_verified(memory: Memory | NewMemory) -> bool:
+    """Its verdict comes from ground truth or a person, not from the Judge's own opinion."""
+    return (memory.provenance or {}).get("verified") is True
+
+
+def may_overwrite(existing: Memory, new: NewMemory) -> bool:
+    """Whether a run's new memory may take the place of `existing` at all: never one a person
+    holds, never a verified one by an unverified run."""
+    return not held_by_person(existing) and (is_verified(new) or not is_verified(existing))
+
+
 def replaces_exact_duplicate(existing: Memory, new: NewMemory) -> bool:
-    """Same question asked again: an incorrect memory is replaced; a correct one only by a
-    correct memory with a shorter summary."""
+    """Same question asked again: a person's memory and a verified one (by an unverified run) stay;
+    a verified run replaces the Judge's opinion; otherwise an incorrect memory is replaced, a correct
+    one only by a correct memory with a shorter summary."""
+    if not may_overwrite(existing, new):
+        return False
+    if is_verified(new) and not is_verified(existing):
+        return True
     if not existing.correct:
         return True
     return new.correct and len(new.summary) < len(existing.summary)
 
 
 def new_is_better(existing: Memory, new: NewMemory) -> bool:
-    """For near-duplicates: correct beats incorrect, then the higher win rate (a new memory
-    counts as 1 of 1), then the shorter summary; ties keep the existing memory."""
+    """For near-duplicates (when may_overwrite): verified beats unverified, correct beats incorrect,
+    then the higher win rate (a new memory counts as 1 of 1), then the shorter summary; ties keep
+    the existing memory."""
+    if not may_overwrite(existing, new):
+        return False
+    if is_verified(new) != is_verified(existing):
+        return is_verified(new)
     existing_key = (existing.correct, existing.win_rate, -len(existing.summary))
     new_key = (new.correct, 1.0, -len(new.summary))
     return new_key > existing_key

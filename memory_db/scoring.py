@@ -52,14 +52,18 @@ def top_positions(score: np.ndarray, similarity: np.ndarray, row_ids: np.ndarray
 
 def rank_contrastive(*, row_ids: np.ndarray, similarity: np.ndarray, correct: np.ndarray,
                      usage: np.ndarray, success: np.ndarray, k: int, offset: int,
-                     low: float | None = None, high: float | None = None,
+                     low: float | None = None, high: float | None = None, min_similarity: float | None = None,
                      ) -> tuple[list[Ranked], list[Ranked]]:
+    """`min_similarity`: a relevance floor; a memory less similar than it is never returned."""
     if len(row_ids) == 0:
         return [], []
     score = contrastive_scores(similarity, usage, success, low, high)
     result = []
     for label in (True, False):
-        candidates = np.flatnonzero(correct == label)
+        relevant = correct == label
+        if min_similarity is not None:
+            relevant &= similarity >= min_similarity
+        candidates = np.flatnonzero(relevant)
         best = top_positions(score, similarity, row_ids, candidates, offset + k)[offset:]
         result.append([Ranked(int(row_ids[i]), float(similarity[i]), float(score[i])) for i in best])
     return result[0], result[1]

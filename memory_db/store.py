@@ -27,7 +27,8 @@ from .errors import (
     MemoryNotFoundError,
 )
 from .history import history_entry, reverted_state
-from .lifecycle import EXACT_DUPLICATE_SIMILARITY, eviction_order, new_is_better, replaces_exact_duplicate
+from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, eviction_order, is_verified, new_is_better,
+                        replaces_exact_duplicate)
 from .loading import index_new_rows, load_namespace
 from .records import (
     MODALITIES,
@@ -272,7 +273,15 @@ class MemoryStore:
                 similarity = nearest[1]
                 if similarity >= EXACT_DUPLICATE_SIMILARITY:
                     if not replaces_exact_duplicate(existing, new):
-                        return existing
+                        if not is_verified(new):
+                            return existing  # the Judge's opinion alone changes nothing that stays
+                        # A verified run of a question kept as it is adds its outcome, with history.
+                        target = replace(existing, usage_count=existing.usage_count + 1,
+                                         success_count=existing.success_count + int(new.correct),
+                                         win_rate=(existing.success_count + int(new.correct)) / (existing.usage_count + 1),
+                                         updated_at=now)
+                        return self._update_existing(conn, index, ops, existing_row, existing, target,
+                                                     None, "outcome", actor)
                     target = replace(fresh, id=existing.id, created_at=existing.created_at,
                                      pinned=existing.pinned)
                     return self._update_existing(conn, index, ops, existing_row, existing, target,
@@ -281,8 +290,8 @@ class MemoryStore:
                     base = fresh if new_is_better(existing, new) else existing
                     target = replace(
                         base, id=existing.id, created_at=existing.created_at, pinned=existing.pinned,
-                        usage_count=existing.usage_count + 1, success_count=existing.success_count + 1,
-                        win_rate=(existing.success_count + 1) / (existing.usage_count + 1), updated_at=now,
+                        usage_count=existing.usage_count + 1, success_count=existing.success_count + int(new.correct),
+                        win_rate=(existing.success_count + int(new.correct)) / (existing.usage_count + 1), updated_at=now,
                     )
                     return self._update_existing(conn, index, ops, existing_row, existing, target,
                                                  vectors if base is fresh else None, "merge", actor)
@@ -302,20 +311,22 @@ class MemoryStore:
     def search_contrastive(
         self, question: str, *, namespace: str = "default", caption: str | None = None, k: int = 2,
         offset: int = 0, question_type: str | None = None, modality: str | None = None,
+        min_similarity: float | None = None,
     ) -> ContrastiveMemories:
         """The k best successful and k best failed memories for `question` (MIA scoring) in
-        the bucket namespace + modality (+ question_type); `offset` pages further."""
+        the bucket namespace + modality (+ question_type); `offset` pages further; a memory less
+        similar to the question than `min_similarity` is left out."""
         check_text("question", question)
         vectors = self._encode(question, caption)
         return self.search_contrastive_vectors(
             vectors[0], vectors[1], namespace=namespace, k=k, offset=offset,
-            question_type=question_type, modality=modality or modality_for(caption),
+            question_type=question_type, modality=modality or modality_for(caption), min_similarity=min_similarity,
         )
 
     def search_contrastive_vectors(
         self, question_vector: np.ndarray, caption_vector: np.ndarray | None = None, *,
         namespace: str = "default", k: int = 2, offset: int = 0, question_type: str | None = None,
-        modality: str = "text",
+        modality: str = "text", min_similarity: float | None = None,
     ) -> ContrastiveMemories:
         """search_contrastive for already-embedded queries (normalised float32 vectors)."""
         check_namespace(namespace)
@@ -333,7 +344,7 @@ class MemoryStore:
                 successful, failed = bucket.search(
                     np.asarray(question_vector, np.float32),
                     None if caption_vector is None else np.asarray(caption_vector, np.float32),
-                    k=k, offset=offset, question_type=question_type,
+                    k=k, offset=offset, question_type=question_type, min_similarity=min_similarity,
                 )
             by_row = self._memories_by_row_id(conn, namespace, [r.row_id for r in successful + failed])
         def scored(ranked):
@@ -528,14 +539,17 @@ class MemoryStore:
         if not changes:
             raise InvalidMemoryError("edit() needs at least one of summary, plan or question_type.")
         return self._change(memory_id, namespace, "edit", actor,
-                            lambda m: replace(m, **changes, updated_at=utc_now()))
+                            lambda m: replace(m, **changes, provenance={**m.provenance, "edited_by": actor},
+                                              updated_at=utc_now()))
 
     def relabel(self, memory_id: str, *, namespace: str, correct: bool, actor: str = "user") -> Memory:
         """Mark a memory as a successful strategy (True) or a failure lesson (False)."""
         if not isinstance(correct, bool):
             raise InvalidMemoryError(f"correct must be True or False, got {correct!r}.")
+        person = {"verified": True, "verdict_source": "person", "labelled_by": actor}
         return self._change(memory_id, namespace, "relabel", actor,
-                            lambda m: replace(m, correct=correct, updated_at=utc_now()))
+                            lambda m: replace(m, correct=correct, provenance={**m.provenance, **person},
+                                              updated_at=utc_now()))
 
     def pin(self, memory_id: str, *, namespace: str, pinned: bool = True, actor: str = "user") -> Memory:
         """Pinned memories are never evicted."""

@@ -24,7 +24,7 @@ FORMAT_VERSION = 1
 MAX_LINE_BYTES = 1_000_000
 MAX_INTEGER_DIGITS = 20  # longer integer literals are refused by field, before Python's own limit
 HISTORY_FIELDS = {"type", "id", "memory_id", "namespace", "action", "before", "after", "actor", "created_at"}
-HISTORY_ACTIONS = {"add", "replace", "merge", "edit", "relabel", "pin", "unpin", "delete", "evict", "undo", "import"}
+HISTORY_ACTIONS = {"add", "replace", "merge", "outcome", "edit", "relabel", "pin", "unpin", "delete", "evict", "undo", "import"}
 
 
 @dataclass

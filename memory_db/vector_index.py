@@ -232,7 +232,7 @@ class BucketIndex:
     # ---- search --------------------------------------------------------------------------
     def search(
         self, question_vector: np.ndarray, caption_vector: np.ndarray | None, *,
-        k: int, offset: int, question_type: str | None,
+        k: int, offset: int, question_type: str | None, min_similarity: float | None = None,
     ) -> tuple[list[Ranked], list[Ranked]]:
         if self.live == 0:
             return [], []
@@ -254,6 +254,7 @@ class BucketIndex:
             row_ids=self.row_ids[positions], similarity=similarity,
             correct=self.correct[positions], usage=self.usage[positions],
             success=self.success[positions], k=k, offset=offset, low=low, high=high,
+            min_similarity=min_similarity,
         )
 
     def _similarity_all(self, question_vector: np.ndarray, caption_vector: np.ndarray | None) -> np.ndarray:

@@ -58,6 +58,7 @@ class Episode:
     correct_first: bool
     correct_final: bool
     steps: list[Step] = field(default_factory=list)
+    passages: list[dict] = field(default_factory=list)
     assistant_texts: list[str] = field(default_factory=list)
     first_plan_step_count: int = 0
     trace_text: str = ""
@@ -136,6 +137,7 @@ def run_episode(
         correct_first=correct_first,
         correct_final=correct_final,
         steps=list(session.steps),
+        passages=list(session.passages),
         assistant_texts=[turn.content for turn in session.turns if turn.role == "assistant"],
         first_plan_step_count=first_plan_step_count,
         trace_text=session.trace_text(),

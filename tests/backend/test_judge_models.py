@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from backend.judge import CORRECT, INCORRECT, NOT_ATTEMPTED, Judge
+from backend.judge import CORRECT, INCORRECT, NOT_ATTEMPTED, UNSURE, Judge
 from backend.manager import QUESTION_TYPES, Manager
 
 
@@ -14,7 +14,7 @@ def test_exact_match_and_empty_answers_need_no_model(tiny_chat_model):
     judge = Judge(tiny_chat_model)
     assert judge.grade("Where?", "It was Tulsa, Oklahoma.", "Tulsa").label == CORRECT
     assert judge.grade("Where?", "  ", "Tulsa").label == NOT_ATTEMPTED
-    assert judge.evaluate_without_ground_truth("Where?", "", "evidence").label == NOT_ATTEMPTED
+    assert judge.evaluate_without_ground_truth("Where?", "", [{"title": "T", "text": "evidence"}]).label == NOT_ATTEMPTED
 
 
 def test_semantic_grading_is_a_constrained_choice(tiny_chat_model):
@@ -33,12 +33,14 @@ def test_tiny_grader_never_calls_an_unrelated_answer_correct(tiny_chat_model):
 
 def test_three_evaluators_and_an_arbiter_without_ground_truth(tiny_chat_model):
     verdict = Judge(tiny_chat_model).evaluate_without_ground_truth(
-        "Where did Tinted Windows first perform?", "Tulsa", "Tinted Windows (band): first performance in Tulsa."
+        "Where did Tinted Windows first perform?", "Tulsa",
+        [{"title": "Tinted Windows (band)", "text": "Their first performance was in Tulsa."}],
     )
-    assert verdict.label in (CORRECT, INCORRECT)
+    assert verdict.label in (CORRECT, INCORRECT, UNSURE) and not verdict.verified
+    assert verdict.evidence == ["Tinted Windows (band)"] and 0.5 <= verdict.confidence <= 1
     assert verdict.method == "evaluators+arbiter"
-    assert [f.split(":")[0] for f in verdict.feedback] == ["reasoning", "sourcing", "validity"]
-    assert all((": pass " in f) or (": fail " in f) for f in verdict.feedback)
+    assert [f.split(":")[0] for f in verdict.feedback][:3] == ["reasoning", "sourcing", "validity"]
+    assert all((": pass " in f) or (": fail " in f) for f in verdict.feedback[:3])
 
 
 def test_question_type_is_one_of_the_fixed_list(tiny_chat_model):
@@ -52,5 +54,6 @@ def test_smollm2_grader_scores_both_labels(smollm2_chat_model):
     messages = [{"role": "user", "content": "Gold answer: Paris. Answer: Berlin. Is the answer correct? Reply correct or incorrect."}]
     choice = smollm2_chat_model.choose(messages, [CORRECT, INCORRECT])
     assert set(choice.logprobs) == {CORRECT, INCORRECT} and all(math.isfinite(v) for v in choice.logprobs.values())
-    verdict = judge.evaluate_without_ground_truth("What is the capital of France?", "Paris", "France: its capital is Paris.")
-    assert verdict.label in (CORRECT, INCORRECT) and len(verdict.feedback) == 3
+    verdict = judge.evaluate_without_ground_truth("What is the capital of France?", "Paris",
+                                                  [{"title": "France", "text": "Its capital is Paris."}])
+    assert verdict.label in (CORRECT, INCORRECT, UNSURE) and len(verdict.feedback) >= 3

@@ -75,14 +75,14 @@ def test_near_duplicates_merge_counts_and_keep_the_better_memory(open_store):
     assert (merged.usage_count, merged.success_count) == (2, 2)
     entry = store.history(weak.id, namespace="default")[0]
     assert entry.action == "merge" and entry.before["summary"] == "Guessed Byron."
-    # the better stored memory wins over a new, worse one; its counts still grow
+    # the better stored memory wins over a new, worse one; it counts the new one's failure
     kept = add(store, "Who was the writer of the novel Frankenstein?", correct=False, summary="Guessed.")
-    assert (kept.summary, kept.usage_count) == ("Searched: Mary Shelley.", 3)
+    assert (kept.summary, kept.usage_count, kept.success_count) == ("Searched: Mary Shelley.", 3, 2)
     # undo the merge: the earlier state returns
     restored = store.undo(store.history(weak.id, namespace="default")[1].id, namespace="default")
     assert (restored.summary, restored.correct, restored.question) == (
         "Guessed Byron.", False, "Who is the author of the novel Frankenstein?")
-    assert (restored.usage_count, restored.success_count) == (2, 2)
+    assert (restored.usage_count, restored.success_count) == (2, 1)  # the later failure stays counted
     assert store.search_contrastive("Who is the author of Frankenstein?").failed[0].memory.id == weak.id
 
 

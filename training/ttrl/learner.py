@@ -121,6 +121,8 @@ class TestTimeLearner:
         self.paused: bool = state.get("paused", False)
         self.feedback_cursor: int = state.get("feedback_cursor", 0)
         self.pending: list[Signal] = [Signal(**s) for s in state.get("pending", [])]
+        # What each run's feedback last taught ("kind:answer" by source), so a repeated thumb is one signal.
+        self.learned_from: dict[str, str] = dict(state.get("learned_from", {}))
         self.budget = RolloutBudget(settings.rollouts_per_hour, clock=clock, spent=state.get("budget", []))
         self.batch: list[_Group] = self._read_batch()
 
@@ -140,6 +142,7 @@ class TestTimeLearner:
         write_json_atomically(self._state_path, {
             "paused": self.paused, "feedback_cursor": self.feedback_cursor,
             "pending": [s.to_dict() for s in self.pending], "budget": self.budget.spent_times(),
+            "learned_from": self.learned_from,
         })
 
     def _read_batch(self) -> list[_Group]:
@@ -250,11 +253,25 @@ class TestTimeLearner:
         with self._lock:
             new = items[self.feedback_cursor:]
             signals = [s for s in (signal_from_feedback(i) for i in new) if s is not None]
-            self.pending.extend(signals)
+            for signal in signals:
+                self._add_pending(signal)
             self.feedback_cursor = len(items)
             if new:
                 self._save_state()
         return len(signals)
+
+    def _add_pending(self, signal: Signal) -> None:
+        """One signal per run: later feedback on a run whose signal waits replaces it (the latest word
+        wins), and feedback repeating what the run already taught is dropped."""
+        if not signal.source:
+            self.pending.append(signal)
+            return
+        key = (signal.namespace, signal.source)
+        waiting = next((i for i, s in enumerate(self.pending) if (s.namespace, s.source) == key), None)
+        if waiting is not None:
+            self.pending[waiting] = signal
+        elif self.learned_from.get(f"{signal.namespace}|{signal.source}") != f"{signal.kind}:{signal.answer}":
+            self.pending.append(signal)
 
     def work_once(self) -> str:
         """One unit of work: 'paused', 'idle', 'budget' (waiting for the hourly budget) or 'processed'."""
@@ -282,6 +299,7 @@ class TestTimeLearner:
         with self._lock:
             if self.pending and self.pending[0] is signal:
                 self.pending.pop(0)
+            self.learned_from[f"{signal.namespace}|{signal.source}"] = f"{signal.kind}:{signal.answer}"
             self._save_state()
         if len(self.batch) >= self.settings.signals_per_update:
             try:

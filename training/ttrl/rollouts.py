@@ -86,11 +86,13 @@ def consolidate(signal: Signal, rollouts: list[ScoredRollout], *, manager: Manag
         ep = rollout.episode
         memory = manager.consolidate(
             question=signal.question, caption=None,
-            plan_text="\n".join(f"{i}. {s}" for i, s in enumerate(ep.plan_steps, 1)),
-            plan_steps=ep.plan_steps, trace_text=ep.trace_text, answer=ep.answer,
+            plan_steps=ep.plan_steps, steps=ep.steps, passages=ep.passages, answer=ep.answer,
             verdict="correct" if ep.correct_final else "incorrect", namespace=signal.namespace,
             provenance={
                 "source": "test-time learning", "signal": signal.source, "signal_kind": signal.kind,
+                # graded against a known answer (ground truth, a thumbs-up's answer) or only by the Judge
+                "verified": signal.kind == "ground_truth",
+                "verdict_source": "ground_truth" if signal.kind == "ground_truth" else "judge",
                 "ground_truth": signal.answer if signal.kind == "ground_truth" else None,
                 "answer": ep.answer, "first_answer": ep.first_answer, "planner_version": version,
                 "rollouts": len(rollouts), "reward": rollout.reward.total, "memories_used": memories_used,

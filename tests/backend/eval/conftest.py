@@ -23,7 +23,8 @@ SMOKE_QUESTIONS = 3
 @pytest.fixture(scope="session")
 def eval_config_file(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A TOML file: every role on the tiny model (short outputs), 2 executor turns, 1 reflection,
-    data in tmp, the shared index."""
+    data in tmp, the shared index. No relevance floor: the few questions here are unrelated, and the
+    tests check that warm-up memories reach later questions (the floor has tests of its own)."""
     root = tmp_path_factory.mktemp("eval-config")
     data_dir = root / "data"
     data_dir.mkdir()
@@ -35,7 +36,8 @@ def eval_config_file(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFact
     )
     toml = root / "eval.toml"
     toml.write_text(
-        f'[paths]\ndata_dir = "{data_dir}"\n\n[agent]\nmax_turns = 2\nreflections = 1\nmax_seconds = 120\n\n'
+        f'[paths]\ndata_dir = "{data_dir}"\n\n[agent]\nmax_turns = 2\nreflections = 1\nmax_seconds = 120\n'
+        "min_memory_similarity = -1\n\n"
         f"[search]\nweb = false\nhybrid = false\n\n{roles}",
         encoding="utf-8",
     )

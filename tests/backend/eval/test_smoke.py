@@ -68,4 +68,5 @@ def test_mia_plans_and_reflects_while_none_does_not(smoke_results):
 
     assert "planner" in roles("mia") and "manager" in roles("mia")
     assert "planner" not in roles("none") and "manager" not in roles("none")
-    assert "planner" not in roles("rag") and "manager" in roles("rag")
+    # rag stores what it did (the Manager composes the summary from the run's steps, without a call)
+    assert "planner" not in roles("rag") and all(row.memory_stored for row in smoke_results["rag"][1].rows)
