@@ -69,9 +69,19 @@ def find_memories(store: MemoryStore, namespace: str, f: MemoryFilter, limit: in
     ][:limit]
 
 
+VERDICT_SOURCES = {"ground_truth": "ground truth", "feedback": "a person's feedback", "person": "a person (Memory view)",
+                   "judge": "the Judge alone, unverified"}
+
+
+def verdict_text(m: Memory) -> str:
+    """The label with how it was reached: "successful", "failed (unverified)"."""
+    label = "successful" if m.correct else "failed"
+    return label if (m.provenance or {}).get("verified") is True else f"{label} (unverified)"
+
+
 def table_rows(found: list[Memory]) -> list[list]:
     return [
-        [m.id, m.question, "successful" if m.correct else "failed", m.question_type, m.modality,
+        [m.id, m.question, verdict_text(m), m.question_type, m.modality,
          "yes" if m.pinned else "", m.usage_count, round(m.win_rate, 3), age_text(m.created_at), m.summary[:200]]
         for m in found
     ]
@@ -88,6 +98,8 @@ def detail_markdown(m: Memory) -> str:
     ]
     if m.caption:
         lines.append(f"**Image caption:** {esc(m.caption)}")
+    source = VERDICT_SOURCES.get(p.get("verdict_source"), "not recorded (unverified)")
+    lines.append(f"**Verdict from:** {esc(source)}" + (f" · ground truth: {esc(p['ground_truth'])}" if p.get("ground_truth") else ""))
     if p.get("answer") is not None:
         lines.append(f"**Answer given:** {esc(p.get('answer'))}")
     if p.get("run_id"):

@@ -74,7 +74,8 @@ class RunLog:
                 elif data["kind"] == "answer":
                     answer = data["text"]
                 elif data["kind"] == "verdict":
-                    verdict = data["label"]
+                    verified = data.get("source", "ground_truth" if data.get("ground_truth") else "judge") != "judge"
+                    verdict = data["label"] if verified else f"{data['label']} (unverified)"
                 elif data["kind"] == "run_failed":
                     verdict = "failed"
             summaries.append(RunSummary(path.stem, question, answer, verdict, started))

@@ -30,7 +30,10 @@ def test_filters_text_and_semantic_search(runtime):
     ranked = find_memories(store, "default", MemoryFilter(query="camelids of the Andes habitat", semantic=True))
     assert ranked[0].id == llamas.id and len(ranked) == 2
     rows = table_rows(ranked)
-    assert rows[0][0] == llamas.id and rows[0][2] == "successful" and rows[0][5] == "yes"
+    assert rows[0][0] == llamas.id and rows[0][2] == "successful (unverified)" and rows[0][5] == "yes"
+    assert rows[1][2] == "failed (unverified)"  # no ground truth or person stands behind either label
+    store.relabel(llamas.id, namespace="default", correct=True, actor="user")
+    assert table_rows([store.get(llamas.id, namespace="default")])[0][2] == "successful"
     assert find_memories(store, "other", MemoryFilter()) == []
 
 

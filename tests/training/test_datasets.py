@@ -114,6 +114,6 @@ def test_memory_context_comes_from_the_namespaces_own_store(tmp_path):
         store.add(NewMemory(question="When did the Russian Civil War end?", summary="Bob's private memo.",
                             plan="1. Search", correct=True, namespace="bob"))
         (item,) = with_memories([QuestionItem("How did the Russian Civil War end?", "x", "test")], store_memory_lookup(store, "alice"))
-    assert "Successful strategies:\n1. (correct)" in item.memory_context and "first line" in item.memory_context
-    assert "Failure lessons:\n1. (incorrect)" in item.memory_context and "Guessed" in item.memory_context
+    assert "Successful strategies:\n1. (correct, unverified)" in item.memory_context and "first line" in item.memory_context
+    assert "Failure lessons:\n1. (incorrect, unverified)" in item.memory_context and "Guessed" in item.memory_context
     assert "Bob" not in item.memory_context

@@ -308,7 +308,7 @@ def test_an_update_runs_while_questions_are_answered(tmp_path, tiny_model_dir, w
     runtime = Runtime(config=config, agent=agent, store=store, runlog=agent.runlog)
     learner = build_learner(runtime)
     original_planner = agent.models["planner"]
-    torch.manual_seed(3)  # the app answers greedily, so only the learner's sampling draws from this
+    torch.manual_seed(1)  # the app answers greedily, so only the learner's sampling draws from this
     for question, answer in QUESTIONS:
         learner.submit(Signal(question, "ground_truth", "default", answer, "stream"))
     answered_while_busy, answered = 0, 0
@@ -513,3 +513,22 @@ def test_a_llamacpp_planner_answers_with_its_promoted_adapter(tmp_path, _smollm2
         assert planner_model_for(config, Version(number=0)) is models["planner"]
     finally:
         store.close()
+
+
+def test_repeated_thumbs_on_one_run_make_one_signal(make_learner, tmp_path):
+    queue = FeedbackQueue(tmp_path / "queue.jsonl")
+    learner = make_learner(queue=queue)
+    learner.pause()  # read the queue without processing
+    for _ in range(4):
+        queue.append(feedback(run_id="r1", thumbs="up"))
+    queue.append(feedback(run_id="r2", thumbs="down"))
+    learner.poll_feedback()
+    assert [(s.source, s.kind) for s in learner.pending] == [("feedback:r1", "ground_truth"), ("feedback:r2", "rejected")]
+    queue.append(feedback(run_id="r1", right_answer="Lyon"))  # a correction replaces the waiting signal
+    learner.poll_feedback()
+    assert [(s.source, s.answer) for s in learner.pending] == [("feedback:r1", "Lyon"), ("feedback:r2", "Paris")]
+    learner.learned_from["alice|feedback:r2"] = "rejected:Paris"  # as if r2 had been learned from already
+    learner.pending.pop()
+    queue.append(feedback(run_id="r2", thumbs="down"))
+    learner.poll_feedback()
+    assert [s.source for s in learner.pending] == ["feedback:r1"]

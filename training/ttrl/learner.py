@@ -263,7 +263,7 @@ class TestTimeLearner:
     def _add_pending(self, signal: Signal) -> None:
         """One signal per run: later feedback on a run whose signal waits replaces it (the latest word
         wins), and feedback repeating what the run already taught is dropped."""
-        if not signal.source:
+        if not signal.source.startswith("feedback:"):  # streams and unsupervised questions are each their own
             self.pending.append(signal)
             return
         key = (signal.namespace, signal.source)
@@ -299,7 +299,8 @@ class TestTimeLearner:
         with self._lock:
             if self.pending and self.pending[0] is signal:
                 self.pending.pop(0)
-            self.learned_from[f"{signal.namespace}|{signal.source}"] = f"{signal.kind}:{signal.answer}"
+            if signal.source.startswith("feedback:"):
+                self.learned_from[f"{signal.namespace}|{signal.source}"] = f"{signal.kind}:{signal.answer}"
             self._save_state()
         if len(self.batch) >= self.settings.signals_per_update:
             try:

@@ -1,0 +1,77 @@
+"""The scenario of a wrong answer the Judge liked, replayed through the real loop, store and feedback:
+nothing unverified counts as a verified success, a person's label and edit survive the question being
+asked again, an unrelated memory is not shown, and every verdict says how it was reached."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from app.render import event_to_text
+from backend.agent import ResearchAgent, RunRequest
+from backend.events import AnswerReady, MemoriesRetrieved, MemoryStored, RunStarted, VerdictReady
+from backend.feedback import FeedbackQueue, submit_feedback
+from backend.judge import Judge
+from backend.runlog import RunLog
+from memory_db import MemoryStore
+
+MAGAZINE = "Which magazine was started first, Arthur's Magazine or First for Women?"
+FILM = "Were Scott Derrickson and Ed Wood of the same nationality?"
+
+
+def call(name: str, **arguments) -> str:
+    return f"<think>next step</think><tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def answer(text: str) -> str:
+    return f"<think>enough evidence</think><answer>{text}</answer>"
+
+
+def test_a_wrong_answer_the_judge_liked_stays_unverified_and_a_persons_word_stays(
+        tmp_path, shared_tools, embedder, scripted_model_class):
+    from backend.config import RoleConfig, load_config
+
+    base = load_config(environ={})
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     agent=replace(base.agent, max_turns=3, reflections=1, sparse_memory_planner="planner",
+                                   guided_actions="off"),
+                     roles={name: RoleConfig() for name in base.roles})
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    runlog = RunLog(config.runs_dir)
+
+    def ask(question, executor, judge_choices):
+        models = {
+            "planner": scripted_model_class("planner", ["1. Search for both magazines"] * 2, ["yes"] * 2),
+            "executor": scripted_model_class("executor", executor),
+            "judge": scripted_model_class("judge", (), judge_choices),
+            "manager": scripted_model_class("manager"),
+        }
+        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=runlog)
+        return list(agent.run(RunRequest(question, namespace="alice")))
+
+    wrong = [call("search", query_list=["First for Women magazine"]), answer("First for Women")]
+    events = ask(MAGAZINE, wrong, ["yes", "yes", "yes", "correct"])
+    verdict = next(e for e in events if isinstance(e, VerdictReady))
+    assert verdict.source == "judge" and not verdict.verified
+    assert "unverified: the Judge's opinion without ground truth" in event_to_text(verdict)
+    stored = store.get(next(e for e in events if isinstance(e, MemoryStored)).memory_id, namespace="alice")
+    assert stored.provenance["verified"] is False  # whatever the Judge said, it is not a verified success
+    assert next(e for e in events if isinstance(e, AnswerReady)).sources, "the answer cites what states it"
+
+    run_id = next(e for e in events if isinstance(e, RunStarted)).run_id
+    queue = FeedbackQueue(tmp_path / "queue.jsonl")
+    submit_feedback(store=store, runlog=runlog, judge=Judge(scripted_model_class("judge")), queue=queue,
+                    namespace="alice", run_id=run_id, user="alice", thumbs="down")
+    store.edit(stored.id, namespace="alice", summary="Wrong: Arthur's Magazine (1844) is older.", actor="user:alice")
+
+    again = ask(MAGAZINE, wrong, ["yes", "yes", "yes", "correct"])
+    kept = store.get(stored.id, namespace="alice")
+    assert next(e for e in again if isinstance(e, MemoryStored)).memory_id == stored.id
+    assert (kept.correct, kept.summary) == (False, "Wrong: Arthur's Magazine (1844) is older.")
+    assert kept.provenance["verdict_source"] == "feedback"
+    assert store.count(namespace="alice") == 1
+
+    unrelated = ask(FILM, [call("search", query_list=["Scott Derrickson"]), answer("yes")], ["yes"] * 4)
+    shown = next(e for e in unrelated if isinstance(e, MemoriesRetrieved))
+    assert shown.successful == [] and shown.failed == []  # the magazine lesson is not shown for a film question
+    store.close()
