@@ -17,8 +17,10 @@ EVALUATORS = {
 EVALUATION_CONTEXT = "Question: {question}\nEvidence:\n{evidence}\nAnswer: {answer}\n"
 EVALUATOR_TURN = "{context}{criterion} Reply yes or no."
 
-ARBITER_SYSTEM = "You are the arbiter of three evaluators."
-ARBITER_TURN = "{context}Evaluator votes: {votes}.\nIs the answer correct? Reply correct or incorrect."
+# The arbiter shares the evaluators' system text and context, so a local model's prompt cache
+# serves its prompt up to the votes.
+ARBITER_TURN = ("{context}You are the arbiter of three evaluators. Evaluator votes: {votes}.\n"
+                "Is the answer correct? Reply correct or incorrect.")
 
 
 def grading_messages(question: str, gold: str, answer: str) -> list[dict]:
@@ -43,6 +45,6 @@ def evaluator_messages(question: str, evidence: str, answer: str, criterion: str
 def arbiter_messages(question: str, evidence: str, answer: str, votes: list[str]) -> list[dict]:
     context = _context(question, evidence, answer)
     return [
-        {"role": "system", "content": ARBITER_SYSTEM},
+        {"role": "system", "content": EVALUATOR_SYSTEM},
         {"role": "user", "content": ARBITER_TURN.format(context=context, votes="; ".join(votes))},
     ]
