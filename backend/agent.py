@@ -130,8 +130,7 @@ class ResearchAgent:
         models = {role: MeteredModel(model, meter, role) for role, model in self.models.items()}
         planner = Planner(models["planner"], max_new_tokens=min(cfg.role("planner").max_new_tokens, 200))
         # A small judge may not call an answer correct that shares no word with the gold one.
-        judge = Judge(models["judge"], require_overlap=models["judge"].traits.small,
-                      confident_at=cfg.agent.judge_confident_at)
+        judge = Judge(models["judge"], require_overlap=models["judge"].traits.small)
         manager = Manager(models["manager"], self.store, summary_max_words=cfg.agent.summary_max_words)
         executor_cfg = cfg.role("executor")
         executor_traits = models["executor"].traits
@@ -153,7 +152,8 @@ class ResearchAgent:
             failed: list[dict] = []
             if uses_memory:
                 memories = manager.retrieve(question, request.namespace, caption, cfg.agent.memory_k,
-                                            min_similarity=cfg.agent.min_memory_similarity)
+                                            min_similarity=cfg.agent.min_memory_similarity,
+                                            unverified_weight=cfg.agent.unverified_memory_weight)
                 successful = [memory_to_dict(m) for m in memories.successful]
                 failed = [memory_to_dict(m) for m in memories.failed]
                 yield MemoriesRetrieved(run_id, successful=successful, failed=failed)
@@ -220,7 +220,7 @@ class ResearchAgent:
             yield VerdictReady(
                 run_id, label=verdict.label, method=verdict.method, ground_truth=request.ground_truth,
                 feedback=verdict.feedback, source=verdict.source, confidence=verdict.confidence,
-                evidence=verdict.evidence,
+                evidence=verdict.evidence, leaning=verdict.leaning,
             )
 
             used_ids = [m["id"] for m in successful + failed]

@@ -26,5 +26,11 @@ def answer_contains(answer: str, gold: str) -> bool:
     return a == g or re.search(rf"(^| ){re.escape(g)}( |$)", a) is not None
 
 
+def _words(text: str) -> set[str]:
+    """Normalised words, each also without a plural or possessive "s" ("Rockefeller's" meets "Rockefeller")."""
+    words = set(normalize_answer(text).split())
+    return words | {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
+
+
 def shares_a_word(answer: str, gold: str) -> bool:
-    return bool(set(normalize_answer(answer).split()) & set(normalize_answer(gold).split()))
+    return bool(_words(answer) & _words(gold))

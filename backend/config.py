@@ -69,7 +69,7 @@ class AgentConfig:
     sparse_memory_planner: str = "manager"  # who plans while memory is sparse: "manager" or "planner"
     guided_actions: str = "auto"  # "auto" (as the Executor's model declares: on for local models), "on" or "off"
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
-    judge_confident_at: float = 0.75  # without ground truth, "correct" needs the arbiter this sure (else "unsure")
+    unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
     count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
 
     # `executor`: the traits the Executor's model declares (backend.llm.base.ModelTraits).
@@ -226,7 +226,7 @@ def _validate(config: Config) -> None:
         (a.reflections >= 0, "agent.reflections", "must be 0 or more"),
         (a.memory_k >= 1, "agent.memory_k", "must be at least 1"),
         (-1.0 <= a.min_memory_similarity <= 1.0, "agent.min_memory_similarity", "must be a cosine similarity (-1 to 1)"),
-        (0.5 <= a.judge_confident_at <= 1.0, "agent.judge_confident_at", "must be a probability from 0.5 to 1"),
+        (0.0 <= a.unverified_memory_weight <= 1.0, "agent.unverified_memory_weight", "must be from 0 (not shown) to 1"),
         (a.max_question_chars >= 10, "agent.max_question_chars", "must be at least 10"),
         (a.max_seconds > 0, "agent.max_seconds", "must be positive"),
         (a.summary_max_words >= 20, "agent.summary_max_words", "must be at least 20"),

@@ -105,7 +105,7 @@ class AnswerReady(Event):
     text: str
     forced: bool = False
     reason: str = ""  # why the answer was forced (turn cap, time limit)
-    sources: list[dict] = field(default_factory=list)  # title/url of passages retrieved in this run
+    sources: list[dict] = field(default_factory=list)  # citations: n, title, url, source, sentence (backend.evidence.citations)
 
 
 @dataclass
@@ -126,6 +126,7 @@ class VerdictReady(Event):
     source: str = "judge"  # "ground_truth" (verified) | "judge" (the Judge's opinion, unverified)
     confidence: float | None = None  # the Judge's probability of its label, where a model decided
     evidence: list[str] = field(default_factory=list)  # titles of the passages the Judge checked
+    leaning: str | None = None  # for "unsure": the label the model chose before the Judge held back
 
     @property
     def verified(self) -> bool:

@@ -2,9 +2,11 @@
 
 Every label is a constrained choice between fixed options (log-probabilities on the embedded
 model, guided choice on a served one); no label is parsed out of free text. A verdict says how it
-was reached: against ground truth it is verified; without ground truth it is the Judge's opinion
-(unverified) and says "unsure" unless the answer is stated in the evidence and the arbiter is
-confident.
+was reached. Against ground truth it is verified; the model grader may call an answer correct only
+when it shares a word with the gold answer (otherwise "unsure"). Without ground truth the verdict
+is the Judge's opinion, unverified, and never "correct": measured on hand-labelled runs
+(benchmarks/judge_quality.py), the arbiter's "correct" was right a third of the time, and its
+confidence did not separate right from wrong, so it says "unsure" and records which way it leant.
 """
 
 from __future__ import annotations
@@ -44,10 +46,16 @@ class Verdict:
     source: str = FROM_GROUND_TRUTH
     confidence: float | None = None  # the Judge's probability of its label, where a model decided
     evidence: list[str] = field(default_factory=list)  # titles of the passages the Judge checked
+    leaning: str | None = None  # for "unsure": the label the model chose before the Judge held back
 
     @property
     def correct(self) -> bool:
         return self.label == CORRECT
+
+    @property
+    def leans_correct(self) -> bool:
+        """Correct, or unsure after the model chose correct: the signal of the paper's unsupervised mode."""
+        return self.label == CORRECT or (self.label == UNSURE and self.leaning == CORRECT)
 
     @property
     def verified(self) -> bool:
@@ -63,7 +71,7 @@ def answer_problem(question: str, answer: str) -> str | None:
     if normalised in _PLACEHOLDERS or normalised.rstrip(" :") in _PLACEHOLDERS:
         return f"the answer {text!r} is a placeholder, not an answer"
     question_words = normalize_answer(question)
-    if normalised == question_words or (len(normalised) > 20 and normalised in question_words):
+    if normalised == question_words or (len(question_words) > 20 and question_words in normalised):
         return "the answer repeats the question"
     if text.endswith((":", ",", "(", "-")) or text.count("(") > text.count(")") or text.count('"') % 2:
         return "the answer is cut off"
@@ -92,13 +100,11 @@ def _rounded(value: float | None) -> float | None:
 
 class Judge:
     """`require_overlap`: with a tiny grader, an answer sharing no word with the gold answer is
-    incorrect without asking the model (its yes/no on unrelated strings is noise).
-    `confident_at`: without ground truth, "correct" needs the arbiter's probability at least this."""
+    incorrect without asking the model (its yes/no on unrelated strings is noise)."""
 
-    def __init__(self, model: ChatModel, *, require_overlap: bool = False, confident_at: float = 0.75) -> None:
+    def __init__(self, model: ChatModel, *, require_overlap: bool = False) -> None:
         self.model = model
         self.require_overlap = require_overlap
-        self.confident_at = confident_at
 
     def grade(self, question: str, answer: str, ground_truth: str) -> Verdict:
         problem = answer_problem(question, answer)
@@ -122,8 +128,14 @@ class Judge:
         feedback = [f"grader calibrated log-probabilities: {scores}"]
         if negates(answer) and answer_contains(answer, ground_truth):
             feedback.insert(0, "the answer names the gold answer inside a negation, so containment does not count")
-        return Verdict(label, f"llm-choice ({choice.method}, calibrated)", feedback,
-                       confidence=_rounded(_probability(calibrated, label)))
+        confidence = _rounded(_probability(calibrated, label))
+        method = f"llm-choice ({choice.method}, calibrated)"
+        if label == CORRECT and not shares_a_word(answer, ground_truth):
+            # Measured: the grader's "correct" for an answer sharing no word with the gold was right
+            # half the time ("Hawaii" for "Honolulu", a person for "husband and wife").
+            feedback.append("unsure: the grader said correct, but the answer shares no word with the gold answer")
+            return Verdict(UNSURE, method, feedback, confidence=confidence, leaning=CORRECT)
+        return Verdict(label, method, feedback, confidence=confidence)
 
     @staticmethod
     def _grade_closed(question: str, answer: str, ground_truth: str) -> Verdict | None:
@@ -143,9 +155,8 @@ class Judge:
         return Verdict(INCORRECT, "closed-choice", [f"the question allows {' or '.join(options)}; the answer {chose}"])
 
     def evaluate_without_ground_truth(self, question: str, answer: str, passages: list[dict]) -> Verdict:
-        """Three evaluators vote pass/fail and the arbiter decides; the verdict is unverified. An open
-        question's answer that no retrieved sentence states, or an arbiter below `confident_at`, gives
-        "unsure" instead of "correct"."""
+        """Three evaluators vote pass/fail and the arbiter decides; the verdict is unverified, and where
+        the arbiter chose "correct" it is "unsure" (leaning correct): see the module's note."""
         titles = list(dict.fromkeys(p.get("title", "") for p in passages))[:8]
         problem = answer_problem(question, answer)
         if problem is not None:
@@ -159,15 +170,11 @@ class Judge:
             feedback.append(f"{name}: {vote} ({criterion})")
         arbiter = self.model.choose(prompts.arbiter_messages(question, evidence, answer, votes), [CORRECT, INCORRECT])
         confidence = _rounded(_probability(arbiter.logprobs, arbiter.label))
-        label = arbiter.label
+        if arbiter.label != CORRECT:
+            return Verdict(arbiter.label, "evaluators+arbiter", feedback, source=FROM_JUDGE, confidence=confidence,
+                           evidence=titles)
         stated = bool(closed_options(question)) or bool(stating_sentence(answer, question, passages))
-        if label == CORRECT and not stated:
-            label = UNSURE
-            feedback.append("unsure: no retrieved sentence states this answer")
-        elif label == CORRECT and confidence is None:
-            label = UNSURE
-            feedback.append("unsure: the arbiter's model reports no probabilities to weigh its choice")
-        elif label == CORRECT and confidence < self.confident_at:
-            label = UNSURE
-            feedback.append(f"unsure: the arbiter's confidence {confidence:.2f} is below {self.confident_at:.2f}")
-        return Verdict(label, "evaluators+arbiter", feedback, source=FROM_JUDGE, confidence=confidence, evidence=titles)
+        feedback.append("unsure: the arbiter said correct, but without ground truth the Judge cannot confirm it"
+                        + ("" if stated else "; no retrieved sentence states this answer"))
+        return Verdict(UNSURE, "evaluators+arbiter", feedback, source=FROM_JUDGE, confidence=confidence,
+                       evidence=titles, leaning=CORRECT)

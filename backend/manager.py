@@ -11,12 +11,13 @@ memory is stored with its verdict and provenance. Only this judged path writes m
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from backend.answer_match import answer_contains, normalize_answer
 from backend.evidence import closed_options, stating_sentence
 from backend.llm.base import ChatModel
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
+from memory_db.lifecycle import is_verified
 
 QUESTION_TYPES = (
     "location", "human", "time", "career", "process",
@@ -86,7 +87,7 @@ def workflow_summary(*, question: str, steps: list, passages: list[dict], answer
         searches.append(f"{step.tool} {_quoted(queries)} found {found}")
     parts = ["Searched: " + "; then ".join(searches) + "." if searches else "No search was made."]
     if support:
-        parts.append(f"The answer rests on: \"{support}\".")
+        parts.append(f"The answer rests on: \"{support.rstrip('. ')}\".")
     if verdict == "not_attempted" or not answer.strip():
         parts.append("No answer was given.")
     elif not verified:
@@ -144,9 +145,20 @@ class Manager:
         self.summary_max_words = summary_max_words
 
     def retrieve(self, question: str, namespace: str, caption: str | None, k: int,
-                 min_similarity: float | None = None) -> ContrastiveMemories:
-        return self.store.search_contrastive(question, namespace=namespace, caption=caption, k=k,
-                                             min_similarity=min_similarity)
+                 min_similarity: float | None = None, unverified_weight: float = 1.0) -> ContrastiveMemories:
+        """The k best successful and failed memories; a memory no ground truth or person verified has its
+        score multiplied by `unverified_weight` (0: never shown), so the Judge's opinion alone weighs less."""
+        wide = k if unverified_weight >= 1.0 else 4 * k
+        found = self.store.search_contrastive(question, namespace=namespace, caption=caption, k=wide,
+                                              min_similarity=min_similarity)
+        if unverified_weight >= 1.0:
+            return found
+
+        def weighed(items):
+            rescored = [replace(m, score=m.score * (1.0 if is_verified(m.memory) else unverified_weight)) for m in items]
+            return sorted((m for m in rescored if m.score > 0), key=lambda m: -m.score)[:k]
+
+        return ContrastiveMemories(successful=weighed(found.successful), failed=weighed(found.failed))
 
     def classify(self, question: str) -> str:
         by_wording = type_by_wording(question)

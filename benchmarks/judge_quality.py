@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config()
     model = make_chat_model(config, "judge", progress=True)
-    judge = Judge(model, require_overlap=model.traits.small, confident_at=config.agent.judge_confident_at)
+    judge = Judge(model, require_overlap=model.traits.small)
     runs = labelled_runs(args.eval_dirs, args.labels)
     if args.limit:
         runs = runs[: args.limit]

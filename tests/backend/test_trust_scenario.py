@@ -54,8 +54,12 @@ def test_a_wrong_answer_the_judge_liked_stays_unverified_and_a_persons_word_stay
     verdict = next(e for e in events if isinstance(e, VerdictReady))
     assert verdict.source == "judge" and not verdict.verified
     assert "unverified: the Judge's opinion without ground truth" in event_to_text(verdict)
+    assert verdict.label == "unsure" and verdict.leaning == "correct"  # the Judge liked it, but cannot confirm it
     stored = store.get(next(e for e in events if isinstance(e, MemoryStored)).memory_id, namespace="alice")
-    assert stored.provenance["verified"] is False  # whatever the Judge said, it is not a verified success
+    assert stored.provenance["verified"] is False and stored.correct is False  # not a success of any kind
+    other = "Which magazine came out first, Arthur's Magazine or First for Women?"
+    shown = next(e for e in ask(other, wrong, ["yes", "yes", "yes", "correct"]) if isinstance(e, MemoriesRetrieved))
+    assert shown.failed == [] and shown.successful == []  # the Judge's opinion alone is not shown (weight 0)
     assert next(e for e in events if isinstance(e, AnswerReady)).sources, "the answer cites what states it"
 
     run_id = next(e for e in events if isinstance(e, RunStarted)).run_id
@@ -69,7 +73,9 @@ def test_a_wrong_answer_the_judge_liked_stays_unverified_and_a_persons_word_stay
     assert next(e for e in again if isinstance(e, MemoryStored)).memory_id == stored.id
     assert (kept.correct, kept.summary) == (False, "Wrong: Arthur's Magazine (1844) is older.")
     assert kept.provenance["verdict_source"] == "feedback"
-    assert store.count(namespace="alice") == 1
+    assert store.count(namespace="alice") == 1  # the near-duplicate question's run took the Judge-only memory's place
+    verified_shown = next(e for e in ask(other, wrong, ["yes"] * 4) if isinstance(e, MemoriesRetrieved))
+    assert stored.id in [m["id"] for m in verified_shown.failed]  # a person's lesson is shown
 
     unrelated = ask(FILM, [call("search", query_list=["Scott Derrickson"]), answer("yes")], ["yes"] * 4)
     shown = next(e for e in unrelated if isinstance(e, MemoriesRetrieved))

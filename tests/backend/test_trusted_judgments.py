@@ -45,17 +45,33 @@ def test_without_ground_truth_the_judge_is_unsure_of_an_answer_nothing_retrieved
     judge = Judge(scripted_model_class("judge", (), ["yes", "yes", "yes", CORRECT]))
     verdict = judge.evaluate_without_ground_truth(FYRE, "Lisbon, Portugal", PASSAGES)
     assert verdict.label == UNSURE and not verdict.verified and verdict.source == "judge"
-    assert "no retrieved sentence states this answer" in verdict.feedback[-1]
+    assert verdict.feedback[-1].endswith("no retrieved sentence states this answer")
     assert verdict.evidence == ["Billy McFarland (entrepreneur)", "Fyre Festival"]
 
 
-def test_without_ground_truth_a_stated_answer_and_a_confident_arbiter_give_an_unverified_correct(scripted_model_class):
-    judge = Judge(scripted_model_class("judge", (), ["yes", "yes", "yes", CORRECT]))
-    verdict = judge.evaluate_without_ground_truth(FYRE, "Great Exuma", PASSAGES)
-    assert (verdict.label, verdict.verified) == (CORRECT, False)
-    assert verdict.confidence == pytest.approx(0.993, abs=1e-3)  # the scripted arbiter: 0 vs -5 log-probability
-    strict = Judge(scripted_model_class("judge", (), ["yes", "yes", "yes", CORRECT]), confident_at=0.999)
-    assert strict.evaluate_without_ground_truth(FYRE, "Great Exuma", PASSAGES).label == UNSURE
+def test_without_ground_truth_the_judge_never_says_correct_only_which_way_it_leant(scripted_model_class):
+    judge = Judge(scripted_model_class("judge", (), ["yes", "yes", "yes", CORRECT, "no", "no", "no", INCORRECT]))
+    leaning = judge.evaluate_without_ground_truth(FYRE, "Great Exuma", PASSAGES)
+    assert (leaning.label, leaning.leaning, leaning.leans_correct, leaning.verified) == (UNSURE, CORRECT, True, False)
+    assert leaning.confidence == pytest.approx(0.993, abs=1e-3)  # the scripted arbiter: 0 vs -5 log-probability
+    assert "without ground truth the Judge cannot confirm it" in leaning.feedback[-1]
+    against = judge.evaluate_without_ground_truth(FYRE, "Lisbon", PASSAGES)
+    assert (against.label, against.leans_correct) == (INCORRECT, False)
+
+
+def test_the_grader_is_unsure_of_an_answer_sharing_no_word_with_the_gold(scripted_model_class):
+    judge = Judge(scripted_model_class("judge", (), [CORRECT, INCORRECT, CORRECT, INCORRECT]))
+    county = "In which county are the barracks located?"
+    unsure = judge.grade(county, "Hawaii", "Honolulu")
+    assert (unsure.label, unsure.leaning, unsure.verified) == (UNSURE, CORRECT, True)
+    assert judge.grade("Who bought the company?", "Rockefeller", "John D Rockefeller's Standard Oil").label == CORRECT
+
+
+def test_an_option_or_a_name_from_the_question_is_no_echo():
+    assert answer_problem("Which was released first, The Greatest Game Ever Played or Hot Lead and Cold Feet?",
+                          "Hot Lead and Cold Feet") is None
+    assert answer_problem("What did the residence become once it became Atatürk Museum Mansion?",
+                          "Atatürk Museum Mansion") is None
 
 
 def test_a_workflow_summary_says_what_was_searched_found_and_why_it_failed():

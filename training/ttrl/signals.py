@@ -74,4 +74,4 @@ class SignalGrader:
             return self.judge.grade(question, answer, reference).correct
         if kind == "rejected" and normalize_answer(answer) == normalize_answer(reference):
             return False
-        return self.judge.evaluate_without_ground_truth(question, answer, []).correct
+        return self.judge.evaluate_without_ground_truth(question, answer, []).leans_correct
