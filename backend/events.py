@@ -123,10 +123,14 @@ class VerdictReady(Event):
     method: str  # how it was decided: "exact-match", "closed-choice", "llm-choice ...", "evaluators+arbiter"
     ground_truth: str | None = None
     feedback: list[str] = field(default_factory=list)
-    source: str = "judge"  # "ground_truth" (verified) | "judge" (the Judge's opinion, unverified)
+    source: str | None = None  # "ground_truth" (verified) | "judge" (the Judge's opinion, unverified); None: by ground_truth
     confidence: float | None = None  # the Judge's probability of its label, where a model decided
     evidence: list[str] = field(default_factory=list)  # titles of the passages the Judge checked
     leaning: str | None = None  # for "unsure": the label the model chose before the Judge held back
+
+    def __post_init__(self) -> None:
+        if self.source is None:  # also a verdict logged before verdicts named their source
+            self.source = "ground_truth" if self.ground_truth else "judge"
 
     @property
     def verified(self) -> bool:
@@ -180,6 +184,4 @@ EVENT_TYPES: dict[str, type[Event]] = {
 def event_from_dict(data: dict[str, Any]) -> Event:
     data = dict(data)
     cls = EVENT_TYPES[data.pop("kind")]
-    if cls is VerdictReady and "source" not in data:  # logged before verdicts named their source
-        data["source"] = "ground_truth" if data.get("ground_truth") else "judge"
     return cls(**data)

@@ -31,8 +31,10 @@ def research(page, question: str = QUESTION) -> str:
 
 
 def add_memory(ctx, namespace: str, question: str, summary: str = "Search each magazine, compare founding years."):
+    # a memory a person curated (a demo's seed): verified, so the Planner is shown it
     return ctx.runtime.store.add(NewMemory(question=question, summary=summary, plan="1. search\n2. compare",
-                                           correct=True, namespace=namespace))
+                                           correct=True, namespace=namespace,
+                                           provenance={"verified": True, "verdict_source": "person"}))
 
 
 def open_memory_tab(page) -> None:

@@ -16,6 +16,7 @@ from backend.feedback import FeedbackError, FeedbackQueue, feedback_queue_for, s
 from backend.judge import Judge
 
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
+SIMILAR = "Which magazine came first, Arthur's Magazine or First for Women?"
 
 
 def finished_run(runtime, question=QUESTION, **kw):
@@ -31,12 +32,13 @@ def send(runtime, queue, run_id, **kw):
 
 
 def test_thumbs_against_the_verdict_relabels_and_updates_win_rates(runtime):
-    first = finished_run(runtime)
-    second = finished_run(runtime)  # retrieves the first run's memory
+    first = finished_run(runtime, ground_truth="Arthur's Magazine")  # verified, so later runs are shown it
+    second = finished_run(runtime, SIMILAR)  # retrieves the first run's memory
     used = [m["id"] for m in second["memories"].successful + second["memories"].failed]
     assert first["memory_stored"].memory_id in used
     run_id, memory_id = second["run_started"].run_id, second["memory_stored"].memory_id
-    was_correct = second["verdict"].label == "correct"
+    # the run's memory (a near-duplicate of the first, merged into it): thumbs go against its label
+    was_correct = runtime.store.get(second["memory_stored"].memory_id, namespace="default").correct
     before_used = {i: runtime.store.get(i, namespace="default") for i in used}
     queue = feedback_queue_for(runtime.config.data_dir)
 
@@ -125,12 +127,13 @@ def test_the_queued_count_a_user_sees_is_their_own(runtime, tmp_path):
 
 
 def test_feedback_queued_before_a_crash_is_recorded_once_when_the_app_starts_again(runtime, monkeypatch):
-    first = finished_run(runtime)
-    second = finished_run(runtime)  # retrieves the first run's memory
+    first = finished_run(runtime, ground_truth="Arthur's Magazine")  # verified, so later runs are shown it
+    second = finished_run(runtime, SIMILAR)  # retrieves the first run's memory
     run_id, memory_id = second["run_started"].run_id, second["memory_stored"].memory_id
     used = [m["id"] for m in second["memories"].successful + second["memories"].failed]
     assert first["memory_stored"].memory_id in used
-    was_correct = second["verdict"].label == "correct"
+    # the run's memory (a near-duplicate of the first, merged into it): thumbs go against its label
+    was_correct = runtime.store.get(second["memory_stored"].memory_id, namespace="default").correct
     counts = {i: runtime.store.get(i, namespace="default").usage_count for i in used}
     queue = feedback_queue_for(runtime.config.data_dir)
 

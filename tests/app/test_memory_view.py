@@ -12,9 +12,10 @@ from backend.agent import RunRequest, ResearchAgent
 from memory_db import ImportFileError, NewMemory
 
 
-def add(store, question, correct=True, summary="Search, then compare the years.", namespace="default"):
+def add(store, question, correct=True, summary="Search, then compare the years.", namespace="default", verified=False):
+    provenance = {"verified": True, "verdict_source": "person"} if verified else {}
     return store.add(NewMemory(question=question, summary=summary, plan="1. search", correct=correct,
-                               namespace=namespace))
+                               namespace=namespace, provenance=provenance))
 
 
 def test_filters_text_and_semantic_search(runtime):
@@ -38,7 +39,7 @@ def test_filters_text_and_semantic_search(runtime):
 
 
 def test_runs_that_used_a_memory_come_from_provenance_and_the_run_log(runtime):
-    seed = add(runtime.store, "Which magazine was started first, Arthur's Magazine or First for Women?")
+    seed = add(runtime.store, "Which magazine was started first, Arthur's Magazine or First for Women?", verified=True)
     events = list(runtime.agent.run(RunRequest("Which magazine came first, Arthur's Magazine or First for Women?")))
     run_id = events[0].run_id
     later = runtime.store.add(NewMemory(question="Is the Eiffel Tower taller than Big Ben?", summary="Compared heights.",
@@ -64,7 +65,7 @@ def test_import_preview_validates_without_importing(runtime, tmp_path):
 
 
 def test_read_only_runs_use_memories_but_change_nothing(runtime):
-    seed = add(runtime.store, "Which magazine was started first, Arthur's Magazine or First for Women?")
+    seed = add(runtime.store, "Which magazine was started first, Arthur's Magazine or First for Women?", verified=True)
     agent = runtime.agent
     read_only = ResearchAgent(agent.config, models=agent.models, tools=agent.tools,
                               store=ReadOnlyStore(runtime.store), runlog=agent.runlog)

@@ -221,9 +221,10 @@ def test_an_answer_the_judge_alone_approved_is_stored_unverified(tmp_path, embed
     models = roles(executor=[call("visit", url=steering_site + "/band", goal="first show"), answer("Atlantis")])
     agent = make(tmp_path, {"visit": VisitTool(allow_private=True)}, embedder, models)
     events = list(agent.run(RunRequest(QUESTION)))
-    assert next(e for e in events if isinstance(e, VerdictReady)).label == "correct"
+    verdict = next(e for e in events if isinstance(e, VerdictReady))
+    assert (verdict.label, verdict.leaning, verdict.verified) == ("unsure", "correct", False)  # approved, not confirmed
     stored = agent.store.get(next(e for e in events if isinstance(e, MemoryStored)).memory_id, namespace="default")
-    assert stored.correct and stored.provenance["answer"] == "Atlantis"
+    assert not stored.correct and stored.provenance["answer"] == "Atlantis"
     assert stored.provenance["verified"] is False and stored.provenance["verdict_source"] == "judge"
 
     graded = roles(executor=[answer("Tulsa")], manager=("They searched the band's history.", "location"))
