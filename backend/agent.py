@@ -211,6 +211,7 @@ class ResearchAgent:
                 steps_done.extend(supplement.steps)
                 session.add_supplementary_plan(supplement.steps)
                 yield from session.run(question, max_turns=cfg.agent.supplement_turns_for(executor_traits), deadline=deadline)
+                yield from session.settle_after_replan()
 
             answer = session.answer
             if request.ground_truth:

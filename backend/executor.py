@@ -104,6 +104,7 @@ class ExecutorSession:
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
         self.question = ""
+        self._before_replan: tuple[str, int] | None = None
         self.image = image
         self.turns: list[_Turn] = []
         self.steps: list[Step] = []
@@ -152,6 +153,7 @@ class ExecutorSession:
             self._append_user(f"{past}Question: {question}{image_line}\nResearch it, then answer.")
 
     def add_supplementary_plan(self, plan_steps: list[str]) -> None:
+        self._before_replan = (self.answer, self.tool_calls_made)
         self.plan_steps = list(plan_steps) + self.plan_steps
         plan = "\n".join(f"{i}. {s}" for i, s in enumerate(plan_steps, 1))
         self._append_user(f"Your answer may be incomplete. Continue with this supplementary plan:\n{plan}")
@@ -397,11 +399,27 @@ class ExecutorSession:
         lines = [clean_query(line) for line in (completion.text if completion else "").splitlines()]
         return next((line.strip(" .") for line in lines if line.strip(" .")), "")
 
+    def settle_after_replan(self) -> Iterator[Event]:
+        """An answer changes only after more research: when the supplementary round called no tool, the
+        answer from before the replan stands (seen on `train`: a replan that searched nothing turned a
+        right "no" into "yes")."""
+        if self._before_replan is None:
+            return
+        answer, tool_calls = self._before_replan
+        self._before_replan = None
+        if answer.strip() and self.answer != answer and self.tool_calls_made == tool_calls:
+            self.answer = answer
+            yield Recovery(self.run_id, turn=self.turn_count, reason="the supplementary round researched nothing",
+                           action=f"the answer from before the replan stands: {answer!r}")
+            yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer))
+
     def answer_support(self, question: str, max_chars: int = 240) -> str | None:
-        """The retrieved sentence that states the answer ("Title: sentence"), "" if none does, None for
-        a closed question, whose answer ("yes", one of two names) no single sentence shows."""
+        """The retrieved sentence that states the answer ("Title: sentence"), "" if none does. For a
+        closed question, whose answer ("yes", one of two names) no single sentence states, the cited
+        sentence about each option (or about the question), None when nothing was retrieved."""
         if closed_options(question):
-            return None
+            cited = citations(self.answer, question, self.passages, max_chars=max_chars // 2)
+            return " | ".join(f"{c['title']}: {c['sentence']}" for c in cited) or None
         return stating_sentence(self.answer, question, self.passages, max_chars=max_chars)
 
     def searched_queries(self) -> set[str]:

@@ -24,6 +24,11 @@ def is_verified(memory: Memory | NewMemory) -> bool:
     return (memory.provenance or {}).get("verified") is True
 
 
+def judged_only(memory: Memory | NewMemory) -> bool:
+    """Labelled by the Judge alone, without ground truth or a person."""
+    return (memory.provenance or {}).get("verdict_source") == "judge" and not is_verified(memory)
+
+
 def may_overwrite(existing: Memory, new: NewMemory) -> bool:
     """Whether a run's new memory may take the place of `existing` at all: never one a person
     holds, never a verified one by an unverified run."""
@@ -32,12 +37,15 @@ def may_overwrite(existing: Memory, new: NewMemory) -> bool:
 
 def replaces_exact_duplicate(existing: Memory, new: NewMemory) -> bool:
     """Same question asked again: a person's memory and a verified one (by an unverified run) stay;
-    a verified run replaces the Judge's opinion; otherwise an incorrect memory is replaced, a correct
-    one only by a correct memory with a shorter summary."""
+    a verified run replaces the Judge's opinion, and so does the Judge's opinion of a newer run;
+    otherwise an incorrect memory is replaced, a correct one only by a correct memory with a shorter
+    summary."""
     if not may_overwrite(existing, new):
         return False
     if is_verified(new) and not is_verified(existing):
         return True
+    if judged_only(existing) and judged_only(new):
+        return True  # two opinions of the Judge: the newer run's workflow is kept
     if not existing.correct:
         return True
     return new.correct and len(new.summary) < len(existing.summary)

@@ -123,6 +123,8 @@ def run_episode(
         session.add_supplementary_plan(supplement.steps)
         for _ in session.run(question, max_turns=settings.max_turns, deadline=deadline):
             pass
+        for _ in session.settle_after_replan():
+            pass
     answer = session.answer
     correct_final = correct_first if answer == first_answer else grader.correct(question, answer, ground_truth)
     return Episode(

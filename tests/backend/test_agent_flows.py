@@ -104,6 +104,20 @@ def test_reflection_replans_and_the_executor_continues(tmp_path, shared_tools, e
     agent.store.close()
 
 
+def test_a_replan_that_researches_nothing_keeps_the_first_answer(tmp_path, shared_tools, embedder, roles):
+    models = roles(
+        executor=[call("search", query_list=["Tinted Windows band"]), answer("Tulsa"), answer("Seattle")],
+        planner=["1. Search for the band", "1. Cross-check the city"],
+        planner_choices=["no"],
+    )
+    agent = make(tmp_path, shared_tools, embedder, models)
+    events = list(agent.run(RunRequest(QUESTION, ground_truth="Tulsa")))
+    assert [e.text for e in events if isinstance(e, AnswerReady)] == ["Tulsa", "Seattle", "Tulsa"]
+    assert any(e.kind == "recovery" and "researched nothing" in e.reason for e in events)
+    assert next(e for e in events if isinstance(e, VerdictReady)).label == "correct"
+    agent.store.close()
+
+
 def test_no_replan_when_reflection_finds_the_answer_supported(tmp_path, shared_tools, embedder, roles):
     models = roles(executor=[call("search", query_list=["Tinted Windows band"]), answer("Tulsa")], planner_choices=["yes"])
     agent = make(tmp_path, shared_tools, embedder, models)

@@ -70,3 +70,10 @@ def test_the_relevance_floor_keeps_an_unrelated_memory_out(open_store):
     floored = store.search_contrastive(FILM, k=2, min_similarity=0.35)
     assert [m.memory.question for m in floored.successful] == [NATIONALITY]
     assert all(m.similarity >= 0.35 for m in floored.successful)
+
+
+def test_the_judges_newer_opinion_replaces_its_older_one(open_store):
+    store = open_store()
+    old = store.add(run_memory(FYRE, True, verified=False, summary="A model's memo: Lisbon, July 1986."))
+    newer = store.add(run_memory(FYRE, False, verified=False, summary="Searched: 'Fyre Festival' found Fyre Festival."))
+    assert newer.id == old.id and newer.summary.startswith("Searched") and newer.correct is False
