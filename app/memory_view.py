@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from app.render import esc
 from backend.runlog import RunLog
 from memory_db import HistoryEntry, Memory, MemoryStore
+from memory_db.lifecycle import is_verified
 from memory_db.transfer import read_import_file
 
 COLUMNS = ["id", "question", "verdict", "type", "modality", "pinned", "uses", "win rate", "age", "summary"]
@@ -76,7 +77,7 @@ VERDICT_SOURCES = {"ground_truth": "ground truth", "feedback": "a person's feedb
 def verdict_text(m: Memory) -> str:
     """The label with how it was reached: "successful", "failed (unverified)"."""
     label = "successful" if m.correct else "failed"
-    return label if (m.provenance or {}).get("verified") is True else f"{label} (unverified)"
+    return label if is_verified(m) else f"{label} (unverified)"
 
 
 def table_rows(found: list[Memory]) -> list[list]:

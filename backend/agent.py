@@ -259,7 +259,7 @@ class ResearchAgent:
                     "answer": answer,
                     "first_answer": first_answer,
                     "memories_used": used_ids,
-                    "sources": [s.get("url") or s["title"] for s in session.sources(answer, question)],
+                    "sources": [s.get("url") or s["title"] for s in session.sources(answer)],
                     "searched": sorted({p.get("url") or p["title"] for p in session.passages}),
                     "trajectory": f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
                     "method": method,

@@ -275,10 +275,10 @@ class ExecutorSession:
         self.steps.append(Step(turn=self.turn_count, answer=answer))
         yield AnswerReady(self.run_id, text=answer, forced=forced, reason=reason, sources=self.sources(answer))
 
-    def sources(self, answer: str, question: str | None = None, limit: int = 3) -> list[dict]:
+    def sources(self, answer: str, limit: int = 3) -> list[dict]:
         """The retrieved passages the answer rests on, numbered, with the sentence that supports it
         (backend.evidence.citations); none when no retrieved passage supports it."""
-        return citations(answer, question if question is not None else self.question, self.passages, limit=limit)
+        return citations(answer, self.question, self.passages, limit=limit)
 
     def _guided_turn(self, question: str) -> Iterator[Event]:
         """One turn for a small model: free thought, then a constrained choice of action, then the

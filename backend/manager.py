@@ -120,7 +120,7 @@ def memory_to_dict(scored) -> dict:
         "summary": m.summary,
         "plan": m.plan,
         "correct": m.correct,
-        "verified": (m.provenance or {}).get("verified") is True,
+        "verified": is_verified(m),
         "win_rate": round(m.win_rate, 3),
         "similarity": round(float(scored.similarity), 4),
         "score": round(float(scored.score), 4),

@@ -74,7 +74,7 @@ class RunLog:
                 elif data["kind"] == "answer":
                     answer = data["text"]
                 elif data["kind"] == "verdict":
-                    verified = data.get("source", "ground_truth" if data.get("ground_truth") else "judge") != "judge"
+                    verified = event_from_dict(data).verified
                     verdict = data["label"] if verified else f"{data['label']} (unverified)"
                 elif data["kind"] == "run_failed":
                     verdict = "failed"

@@ -1,6 +1,8 @@
 """Lifecycle policy: which duplicate wins, which memory is evicted first."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlalchemy import Float, and_, cast, select
 
 from .records import Memory, NewMemory
@@ -27,6 +29,12 @@ def is_verified(memory: Memory | NewMemory) -> bool:
 def judged_only(memory: Memory | NewMemory) -> bool:
     """Labelled by the Judge alone, without ground truth or a person."""
     return (memory.provenance or {}).get("verdict_source") == "judge" and not is_verified(memory)
+
+
+def with_outcome(base: Memory, existing: Memory, correct: bool, now) -> Memory:
+    """`base` carrying `existing`'s counts plus one more outcome (a repeat or a near-duplicate run)."""
+    usage, success = existing.usage_count + 1, existing.success_count + int(correct)
+    return replace(base, usage_count=usage, success_count=success, win_rate=success / usage, updated_at=now)
 
 
 def may_overwrite(existing: Memory, new: NewMemory) -> bool:

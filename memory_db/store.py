@@ -28,7 +28,7 @@ from .errors import (
 )
 from .history import history_entry, reverted_state
 from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, eviction_order, is_verified, new_is_better,
-                        replaces_exact_duplicate)
+                        replaces_exact_duplicate, with_outcome)
 from .loading import index_new_rows, load_namespace
 from .records import (
     MODALITIES,
@@ -276,10 +276,7 @@ class MemoryStore:
                         if not is_verified(new):
                             return existing  # the Judge's opinion alone changes nothing that stays
                         # A verified run of a question kept as it is adds its outcome, with history.
-                        target = replace(existing, usage_count=existing.usage_count + 1,
-                                         success_count=existing.success_count + int(new.correct),
-                                         win_rate=(existing.success_count + int(new.correct)) / (existing.usage_count + 1),
-                                         updated_at=now)
+                        target = with_outcome(existing, existing, new.correct, now)
                         return self._update_existing(conn, index, ops, existing_row, existing, target,
                                                      None, "outcome", actor)
                     target = replace(fresh, id=existing.id, created_at=existing.created_at,
@@ -288,11 +285,8 @@ class MemoryStore:
                                                  vectors, "replace", actor)
                 if self._merge_threshold is not None and similarity >= self._merge_threshold:
                     base = fresh if new_is_better(existing, new) else existing
-                    target = replace(
-                        base, id=existing.id, created_at=existing.created_at, pinned=existing.pinned,
-                        usage_count=existing.usage_count + 1, success_count=existing.success_count + int(new.correct),
-                        win_rate=(existing.success_count + int(new.correct)) / (existing.usage_count + 1), updated_at=now,
-                    )
+                    target = replace(with_outcome(base, existing, new.correct, now), id=existing.id,
+                                     created_at=existing.created_at, pinned=existing.pinned)
                     return self._update_existing(conn, index, ops, existing_row, existing, target,
                                                  vectors if base is fresh else None, "merge", actor)
             row_id = self._write_state(conn, index, new.namespace, None, fresh, vectors, ops)

@@ -43,6 +43,16 @@ from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, wr
 log = logging.getLogger(__name__)
 
 
+def _run_key(signal: Signal) -> str:
+    """Which run a feedback signal is about (one signal per run)."""
+    return f"{signal.namespace}|{signal.source}"
+
+
+def _lesson(signal: Signal) -> str:
+    """What the signal teaches, to tell a repeated thumb from a correction."""
+    return f"{signal.kind}:{signal.answer}"
+
+
 @dataclass
 class LearnerStatus:
     enabled: bool
@@ -270,7 +280,7 @@ class TestTimeLearner:
         waiting = next((i for i, s in enumerate(self.pending) if (s.namespace, s.source) == key), None)
         if waiting is not None:
             self.pending[waiting] = signal
-        elif self.learned_from.get(f"{signal.namespace}|{signal.source}") != f"{signal.kind}:{signal.answer}":
+        elif self.learned_from.get(_run_key(signal)) != _lesson(signal):
             self.pending.append(signal)
 
     def work_once(self) -> str:
@@ -300,7 +310,7 @@ class TestTimeLearner:
             if self.pending and self.pending[0] is signal:
                 self.pending.pop(0)
             if signal.source.startswith("feedback:"):
-                self.learned_from[f"{signal.namespace}|{signal.source}"] = f"{signal.kind}:{signal.answer}"
+                self.learned_from[_run_key(signal)] = _lesson(signal)
             self._save_state()
         if len(self.batch) >= self.settings.signals_per_update:
             try:
