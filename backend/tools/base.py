@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,11 +39,34 @@ class ToolResult:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class ToolCapabilities:
+    """What the research loop needs to know about a tool, declared by the tool instead of checked by
+    its name anywhere else.
+
+    `query_argument`: the list argument a guided turn fills with generated queries (None: a guided
+    turn cannot write this tool's arguments). `needs_image`: offered only with an uploaded image, and
+    always called on that image (a path written by the model never reaches the file system).
+    `once_per_question`: a second call is refused (and costs the Executor's format reward).
+    `captions_images`: its best result's title can stand in for an image caption."""
+
+    query_argument: str | None = None
+    needs_image: bool = False
+    once_per_question: bool = False
+    captions_images: bool = False
+
+    @property
+    def guided(self) -> bool:
+        """A guided turn can call it: it fills the query list, or the image is the argument."""
+        return self.query_argument is not None or self.needs_image
+
+
 @runtime_checkable
 class Tool(Protocol):
     name: str
     description: str
     parameters: dict
+    capabilities: ToolCapabilities
 
     def __call__(self, arguments: dict) -> ToolResult: ...
 
@@ -115,6 +138,7 @@ class BaseTool:
     name: str
     description: str
     parameters: dict
+    capabilities: ToolCapabilities = ToolCapabilities()
 
     def run(self, arguments: dict) -> tuple[str, list[Passage]]:
         raise NotImplementedError
@@ -158,6 +182,15 @@ class BaseTool:
             error=error,
             seconds=time.perf_counter() - started,
         )
+
+
+def offered_tools(tools: Mapping[str, Tool], *, has_image: bool) -> dict[str, Tool]:
+    """The tools one question may use: a tool that needs an image only when one came with it."""
+    return {name: tool for name, tool in tools.items() if has_image or not tool.capabilities.needs_image}
+
+
+def once_per_question_tools(tools: Iterable[Tool]) -> frozenset[str]:
+    return frozenset(tool.name for tool in tools if tool.capabilities.once_per_question)
 
 
 def tool_prompt_lines(tools: Iterable[Tool]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.tools.base import BaseTool, Passage
+from backend.tools.base import BaseTool, Passage, ToolCapabilities
 from backend.tools.image_index import ImageIndex
 
 MATCHES = 3
@@ -16,6 +16,7 @@ class ImageSearchTool(BaseTool):
         "Find the titles of the 3 indexed images that look most like a local image file "
         "(use it when the question comes with an image), then search those titles."
     )
+    capabilities = ToolCapabilities(needs_image=True, once_per_question=True, captions_images=True)
     parameters = {
         "type": "object",
         "properties": {"image": {"type": "string", "minLength": 1, "description": "path of the image file"}},

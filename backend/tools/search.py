@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.tools.base import BaseTool, Passage, format_results_by_query, string_list_schema
+from backend.tools.base import BaseTool, Passage, ToolCapabilities, format_results_by_query, string_list_schema
 from backend.tools.wiki_index import WikiIndex
 
 PASSAGES_PER_QUERY = 3
@@ -18,6 +18,7 @@ class WikiSearchTool(BaseTool):
         "Search the local Wikipedia for each query; returns the top 3 paragraphs per query. "
         "Use short, specific queries (names, titles, key terms)."
     )
+    capabilities = ToolCapabilities(query_argument="query_list")
     parameters = {
         "type": "object",
         "properties": {"query_list": string_list_schema("search queries", max_items=MAX_QUERIES)},

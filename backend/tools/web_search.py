@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from backend.tools.base import BaseTool, Passage, ToolError, format_results_by_query, string_list_schema
+from backend.tools.base import BaseTool, Passage, ToolCapabilities, ToolError, format_results_by_query, string_list_schema
 
 RESULTS_PER_QUERY = 3
 MAX_QUERIES = 5
@@ -28,6 +28,7 @@ def ddgs_text_search(query: str, max_results: int) -> list[dict]:
 class WebSearchTool(BaseTool):
     name = "web_search"
     description = "Search the live web for each query; returns the top 3 results (title, link, snippet) per query."
+    capabilities = ToolCapabilities(query_argument="query_list")
     parameters = {
         "type": "object",
         "properties": {"query_list": string_list_schema("web search queries", max_items=MAX_QUERIES)},
