@@ -3,12 +3,12 @@
 # cold and warmed from train. One evaluation at a time (parallel runs only fight over a 2-core CPU),
 # in rounds that extend every stream to the same N (3, 5, 10, 20, 50), so stopping at any point
 # leaves seven comparable evaluations. Resumable: run it again and finished rows are skipped.
-# Usage: bash docs/eval/run_benchmark.sh [OUT_ROOT]   (default .mia/eval-bench)
+# Usage: bash benchmarks/eval_baseline.sh [OUT_ROOT]   (default .mia/eval-bench, not kept in git)
 # Environment: ROUNDS="3 5 10 20 50", EVALS (which of the seven, default all),
 # WARM_LIMIT (train questions for the warm-up, default 5),
 # THREADS (torch/OpenMP threads, default: all cores), MIA_AGENT_MAX_TURNS (default 2 here).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT="${1:-.mia/eval-bench}"
 mkdir -p "$OUT"
 # The default 8 Executor turns per plan do not fit a 2-core CPU; 2 keep every stage of the loop.
