@@ -6,7 +6,12 @@ nothing falls back to a silent default.
 Environment overrides use ``MIA_<SECTION>_<KEY>`` for the flat sections
 (``MIA_AGENT_MAX_TURNS=4``) and ``MIA_<ROLE>_<KEY>`` for the roles
 (``MIA_PLANNER_BACKEND=openai``, ``MIA_PLANNER_BASE_URL=http://127.0.0.1:8000/v1``).
-``MIA_CONFIG`` points at another TOML file.
+``MIA_CONFIG`` points at another TOML file. The reward subsections read
+``MIA_REWARDS_EXECUTOR_<KEY>`` and ``MIA_REWARDS_PLANNER_<KEY>``.
+
+The `[agent]`, `[roles.<role>]` and `[rewards.*]` sections are one schema with the GRPO trainer's
+YAML (training/grpo_config.py): `agent_section`, `role_sections` and `reward_section` parse and
+validate them for both, with the same messages.
 """
 
 from __future__ import annotations
@@ -93,6 +98,54 @@ class AgentConfig:
 
 
 @dataclass(frozen=True)
+class MemoryConfig:
+    """How the memory store ranks memories for a question (`[memory]`; its `url` is Config.memory_url).
+
+    The paper's contrastive score: ``similarity_weight * minmax(similarity) + win_rate_weight * win rate``,
+    min-max over the bucket, the best `agent.memory_k` successful and failed memories taken apart.
+    With an image caption, similarity = ``(1 - caption_weight) * cos(question) + caption_weight * cos(caption)``.
+    The defaults are memory_db.scoring's (the paper's)."""
+
+    similarity_weight: float = 0.7
+    win_rate_weight: float = 0.3
+    caption_weight: float = 0.2
+
+
+@dataclass(frozen=True)
+class ExecutorRewardConfig:
+    """The Executor's GRPO reward: ``acc_weight * acc + tool_weight * tool + format_weight * format``
+    (training/rewards.py). `acc` is `acc_before_replan` when correct before any replan,
+    `acc_after_replan` when correct after one, 0 when wrong or the answer is longer than
+    `max_answer_chars`. The defaults are the paper's."""
+
+    acc_weight: float = 0.7
+    tool_weight: float = 0.2
+    format_weight: float = 0.1
+    acc_before_replan: float = 1.2
+    acc_after_replan: float = 1.0
+    max_answer_chars: int = 100
+
+
+@dataclass(frozen=True)
+class PlannerRewardConfig:
+    """The Planner's GRPO reward: ``acc_final_weight * acc_final + acc_first_weight * acc_first
+    + format_weight * format + decision_weight * decision`` (training/rewards.py); the paper's defaults."""
+
+    acc_final_weight: float = 0.7
+    acc_first_weight: float = 0.2
+    format_weight: float = 0.05
+    decision_weight: float = 0.05
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """`[rewards.executor]` and `[rewards.planner]`: what GRPO (the trainer, test-time learning) rewards."""
+
+    executor: ExecutorRewardConfig = field(default_factory=ExecutorRewardConfig)
+    planner: PlannerRewardConfig = field(default_factory=PlannerRewardConfig)
+
+
+@dataclass(frozen=True)
 class SearchConfig:
     hybrid: bool = True  # BM25 + dense (MiniLM) fused by reciprocal rank; first use embeds the corpus once
     web: bool = False
@@ -108,7 +161,13 @@ class AppConfig:
 
 @dataclass(frozen=True)
 class LearningConfig:
-    """Test-time learning (TTRL): feedback -> Planner rollouts -> memories + GRPO of the Planner's LoRA."""
+    """Test-time learning (TTRL): feedback -> Planner rollouts -> memories + GRPO of the Planner's LoRA.
+
+    `max_turns` and `max_new_tokens` size the learner's rollouts. They are their own settings, not
+    the live agent's: a rollout is one of `rollouts_per_signal` background episodes and is kept
+    short, so it reads neither agent.max_turns nor roles.<role>.max_new_tokens (one reflection per
+    rollout is fixed in training/ttrl). The rollouts' Executor turns are guided as agent.guided_actions
+    says for the live Executor's model."""
 
     enabled: bool = False
     rollouts_per_signal: int = 4  # plans the Planner proposes per question with a signal (the paper's n)
@@ -121,8 +180,8 @@ class LearningConfig:
     canary_file: str = "data/ttrl/canary.jsonl"  # held-out questions with answers; relative to the repository
     canary_size: int = 4
     canary_tolerance: float = 0.0  # promote when canary reward >= current's - tolerance
-    max_turns: int = 2  # Executor turns per plan in a rollout
-    max_new_tokens: int = 96  # Planner and Executor tokens per call in a rollout
+    max_turns: int = 2  # Executor turns per plan in a rollout (the live agent's: agent.max_turns)
+    max_new_tokens: int = 96  # Planner and Executor tokens per call in a rollout (live: roles.<role>.max_new_tokens)
     unsupervised: bool = False  # opt-in: questions without feedback are graded by the Judge's evaluators
     base_model_dir: str = ""  # the Planner's weights to train when the Planner is served; "" = the embedded model
     poll_seconds: float = 5.0
@@ -132,10 +191,12 @@ class LearningConfig:
 class Config:
     data_dir: Path = REPO_ROOT / ".mia"
     memory_url: str = ""  # empty = sqlite file under data_dir
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     app: AppConfig = field(default_factory=AppConfig)
     ttrl: LearningConfig = field(default_factory=LearningConfig)
+    rewards: RewardConfig = field(default_factory=RewardConfig)
     roles: Mapping[str, RoleConfig] = field(default_factory=lambda: {r: RoleConfig() for r in ROLES})
 
     @property
@@ -186,8 +247,11 @@ def _coerce(key: str, value: Any, target: type) -> Any:
 _FIELD_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 
 
-def _build_section(cls: type, key_prefix: str, values: Mapping[str, Any]) -> Any:
+def _build_section(cls: type, key_prefix: str, values: Mapping[str, Any], base: Any = None) -> Any:
+    """`values` over `base` (default: the class's defaults), each coerced to its field's type."""
     known = {f.name: _FIELD_TYPES[f.type] for f in fields(cls) if f.type in _FIELD_TYPES}
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{key_prefix}: expected a table of settings, got {values!r}.")
     kwargs = {}
     for name, value in values.items():
         if name not in known:
@@ -195,21 +259,111 @@ def _build_section(cls: type, key_prefix: str, values: Mapping[str, Any]) -> Any
                 f"{key_prefix}.{name}: unknown setting; known settings are {', '.join(sorted(known))}."
             )
         kwargs[name] = _coerce(f"{key_prefix}.{name}", value, known[name])
-    return cls(**kwargs)
+    return replace(base, **kwargs) if base is not None else cls(**kwargs)
 
 
 def _env_section(prefix: str, cls: type, environ: Mapping[str, str]) -> dict[str, str]:
     found = {}
     for f in fields(cls):
+        if f.type not in _FIELD_TYPES:
+            continue
         env_key = f"MIA_{prefix}_{f.name}".upper()
         if env_key in environ:
             found[f.name] = environ[env_key]
     return found
 
 
+def _raise_first(checks: list[tuple[bool, str, str]]) -> None:
+    for ok, key, message in checks:
+        if not ok:
+            raise ConfigError(f"{key}: {message}.")
+
+
+def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
+    _raise_first([
+        (a.max_turns >= 0, f"{key_prefix}.max_turns", "must be 0 (automatic) or a positive number of turns"),
+        (a.reflections >= 0, f"{key_prefix}.reflections", "must be 0 or more"),
+        (a.memory_k >= 1, f"{key_prefix}.memory_k", "must be at least 1"),
+        (-1.0 <= a.min_memory_similarity <= 1.0, f"{key_prefix}.min_memory_similarity",
+         "must be a cosine similarity (-1 to 1)"),
+        (0.0 <= a.unverified_memory_weight <= 1.0, f"{key_prefix}.unverified_memory_weight",
+         "must be from 0 (not shown) to 1"),
+        (a.max_question_chars >= 10, f"{key_prefix}.max_question_chars", "must be at least 10"),
+        (a.max_seconds > 0, f"{key_prefix}.max_seconds", "must be positive"),
+        (a.summary_max_words >= 20, f"{key_prefix}.summary_max_words", "must be at least 20"),
+        (a.max_llm_calls >= 0, f"{key_prefix}.max_llm_calls", "must be 0 (automatic) or a positive number of calls"),
+        (a.max_tokens >= 0, f"{key_prefix}.max_tokens", "must be 0 (no limit) or a positive number of tokens"),
+        (a.guided_actions in ("auto", "on", "off"), f"{key_prefix}.guided_actions", 'must be "auto", "on" or "off"'),
+        (
+            a.sparse_memory_planner in ("manager", "planner"),
+            f"{key_prefix}.sparse_memory_planner",
+            'must be "manager" (the paper\'s routing) or "planner"',
+        ),
+    ])
+
+
+def validate_role(prefix: str, role: RoleConfig) -> None:
+    """`prefix`: the role's key, ``roles.<name>``."""
+    if role.backend not in BACKENDS:
+        raise ConfigError(f"{prefix}.backend: must be one of {', '.join(BACKENDS)}, got {role.backend!r}.")
+    if role.backend == "openai":
+        if not role.base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"{prefix}.base_url: an OpenAI-compatible backend needs an http(s) URL such as "
+                f"http://127.0.0.1:8000/v1, got {role.base_url!r}."
+            )
+        if not role.model:
+            raise ConfigError(f"{prefix}.model: name the served model (as `vllm serve` was given it).")
+    if role.small not in SMALL_SETTINGS:
+        raise ConfigError(f"{prefix}.small: must be one of {', '.join(SMALL_SETTINGS)}, got {role.small!r}.")
+    if role.repetition_penalty <= 0:
+        raise ConfigError(f"{prefix}.repetition_penalty: must be positive (1.0 = off).")
+    if role.threads < 0:
+        raise ConfigError(f"{prefix}.threads: must be 0 (every core) or a positive number of threads.")
+    if role.slots < 1:
+        raise ConfigError(f"{prefix}.slots: must be at least 1.")
+    if role.context_tokens < 512:
+        raise ConfigError(f"{prefix}.context_tokens: must be at least 512.")
+    if role.max_new_tokens < 8:
+        raise ConfigError(f"{prefix}.max_new_tokens: must be at least 8.")
+    if role.timeout_s <= 0:
+        raise ConfigError(f"{prefix}.timeout_s: must be positive.")
+
+
+def _validate_weights(prefix: str, weights: Mapping[str, float]) -> None:
+    for name, value in weights.items():
+        if value < 0:
+            raise ConfigError(f"{prefix}.{name}: must be 0 or more (a weight).")
+    if not any(weights.values()):
+        raise ConfigError(f"{prefix}: the weights {', '.join(weights)} are all 0; at least one must be positive.")
+
+
+def validate_rewards(r: RewardConfig, key_prefix: str = "rewards") -> None:
+    e, p = r.executor, r.planner
+    _validate_weights(f"{key_prefix}.executor",
+                      {"acc_weight": e.acc_weight, "tool_weight": e.tool_weight, "format_weight": e.format_weight})
+    _raise_first([
+        (e.acc_before_replan >= 0, f"{key_prefix}.executor.acc_before_replan", "must be 0 or more"),
+        (e.acc_after_replan >= 0, f"{key_prefix}.executor.acc_after_replan", "must be 0 or more"),
+        (e.max_answer_chars >= 1, f"{key_prefix}.executor.max_answer_chars", "must be at least 1"),
+    ])
+    _validate_weights(f"{key_prefix}.planner", {
+        "acc_final_weight": p.acc_final_weight, "acc_first_weight": p.acc_first_weight,
+        "format_weight": p.format_weight, "decision_weight": p.decision_weight,
+    })
+
+
+def validate_memory(m: MemoryConfig, key_prefix: str = "memory") -> None:
+    _validate_weights(key_prefix, {"similarity_weight": m.similarity_weight, "win_rate_weight": m.win_rate_weight})
+    _raise_first([
+        (0.0 <= m.caption_weight <= 1.0, f"{key_prefix}.caption_weight",
+         "must be from 0 (the question alone) to 1 (the caption alone)"),
+    ])
+
+
 def _validate(config: Config) -> None:
-    a, app, t = config.agent, config.app, config.ttrl
-    checks = [
+    app, t = config.app, config.ttrl
+    _raise_first([
         (t.rollouts_per_signal >= 2, "ttrl.rollouts_per_signal", "must be at least 2 (GRPO compares plans of one question)"),
         (t.signals_per_update >= 1, "ttrl.signals_per_update", "must be at least 1"),
         (t.rollouts_per_hour >= t.rollouts_per_signal, "ttrl.rollouts_per_hour",
@@ -222,54 +376,65 @@ def _validate(config: Config) -> None:
         (t.max_turns >= 1, "ttrl.max_turns", "must be at least 1"),
         (t.max_new_tokens >= 8, "ttrl.max_new_tokens", "must be at least 8"),
         (t.poll_seconds > 0, "ttrl.poll_seconds", "must be positive"),
-        (a.max_turns >= 0, "agent.max_turns", "must be 0 (automatic) or a positive number of turns"),
-        (a.reflections >= 0, "agent.reflections", "must be 0 or more"),
-        (a.memory_k >= 1, "agent.memory_k", "must be at least 1"),
-        (-1.0 <= a.min_memory_similarity <= 1.0, "agent.min_memory_similarity", "must be a cosine similarity (-1 to 1)"),
-        (0.0 <= a.unverified_memory_weight <= 1.0, "agent.unverified_memory_weight", "must be from 0 (not shown) to 1"),
-        (a.max_question_chars >= 10, "agent.max_question_chars", "must be at least 10"),
-        (a.max_seconds > 0, "agent.max_seconds", "must be positive"),
-        (a.summary_max_words >= 20, "agent.summary_max_words", "must be at least 20"),
-        (a.max_llm_calls >= 0, "agent.max_llm_calls", "must be 0 (automatic) or a positive number of calls"),
-        (a.max_tokens >= 0, "agent.max_tokens", "must be 0 (no limit) or a positive number of tokens"),
-        (a.guided_actions in ("auto", "on", "off"), "agent.guided_actions", 'must be "auto", "on" or "off"'),
-        (
-            a.sparse_memory_planner in ("manager", "planner"),
-            "agent.sparse_memory_planner",
-            'must be "manager" (the paper\'s routing) or "planner"',
-        ),
+    ])
+    validate_agent(config.agent)
+    validate_memory(config.memory)
+    validate_rewards(config.rewards)
+    _raise_first([
         (0 < app.port < 65536, "app.port", "must be a TCP port (1-65535)"),
         (app.max_image_bytes > 0, "app.max_image_bytes", "must be positive"),
-    ]
-    for ok, key, message in checks:
-        if not ok:
-            raise ConfigError(f"{key}: {message}.")
+    ])
     for name, role in config.roles.items():
-        prefix = f"roles.{name}"
-        if role.backend not in BACKENDS:
-            raise ConfigError(f"{prefix}.backend: must be one of {', '.join(BACKENDS)}, got {role.backend!r}.")
-        if role.backend == "openai":
-            if not role.base_url.startswith(("http://", "https://")):
-                raise ConfigError(
-                    f"{prefix}.base_url: an OpenAI-compatible backend needs an http(s) URL such as "
-                    f"http://127.0.0.1:8000/v1, got {role.base_url!r}."
-                )
-            if not role.model:
-                raise ConfigError(f"{prefix}.model: name the served model (as `vllm serve` was given it).")
-        if role.small not in SMALL_SETTINGS:
-            raise ConfigError(f"{prefix}.small: must be one of {', '.join(SMALL_SETTINGS)}, got {role.small!r}.")
-        if role.repetition_penalty <= 0:
-            raise ConfigError(f"{prefix}.repetition_penalty: must be positive (1.0 = off).")
-        if role.threads < 0:
-            raise ConfigError(f"{prefix}.threads: must be 0 (every core) or a positive number of threads.")
-        if role.slots < 1:
-            raise ConfigError(f"{prefix}.slots: must be at least 1.")
-        if role.context_tokens < 512:
-            raise ConfigError(f"{prefix}.context_tokens: must be at least 512.")
-        if role.max_new_tokens < 8:
-            raise ConfigError(f"{prefix}.max_new_tokens: must be at least 8.")
-        if role.timeout_s <= 0:
-            raise ConfigError(f"{prefix}.timeout_s: must be positive.")
+        validate_role(f"roles.{name}", role)
+
+
+# ---- the shared sections, for mia.toml and the trainer's YAML alike -------------------------------
+
+def agent_section(values: Mapping[str, Any], *, base: AgentConfig | None = None) -> AgentConfig:
+    """`[agent]` (or a YAML's `agent:`) over `base`, coerced and validated; a ConfigError names the key."""
+    agent = _build_section(AgentConfig, "agent", values, base)
+    validate_agent(agent)
+    return agent
+
+
+def role_sections(
+    raw_roles: Mapping[str, Any], *, base: Mapping[str, RoleConfig] | None = None,
+    names: tuple[str, ...] = ROLES, environ: Mapping[str, str] | None = None,
+) -> dict[str, RoleConfig]:
+    """`[roles.<role>]` for each of `names` over `base`, coerced and validated. `environ`: the
+    ``MIA_<ROLE>_<KEY>`` overrides (the app's; the trainer reads none)."""
+    if not isinstance(raw_roles, Mapping):
+        raise ConfigError(f"roles: expected a table of roles ({', '.join(names)}), got {raw_roles!r}.")
+    for name in raw_roles:
+        if name not in names:
+            raise ConfigError(f"roles.{name}: unknown role; roles are {', '.join(names)}.")
+    roles = {}
+    for name in names:
+        values = dict(raw_roles.get(name) or {})
+        if environ is not None:
+            values.update(_env_section(name, RoleConfig, environ))
+        roles[name] = _build_section(RoleConfig, f"roles.{name}", values, None if base is None else base[name])
+        validate_role(f"roles.{name}", roles[name])
+    return roles
+
+
+def reward_section(raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> RewardConfig:
+    """`[rewards.executor]` and `[rewards.planner]` over the paper's values, coerced and validated.
+    `environ`: the ``MIA_REWARDS_<EXECUTOR|PLANNER>_<KEY>`` overrides (the app's; the trainer reads none)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"rewards: expected the tables executor and planner, got {raw!r}.")
+    for key in raw:
+        if key not in ("executor", "planner"):
+            raise ConfigError(f"rewards.{key}: unknown section; the reward sections are executor and planner.")
+    parts = {}
+    for name, cls in (("executor", ExecutorRewardConfig), ("planner", PlannerRewardConfig)):
+        values = dict(raw.get(name) or {})
+        if environ is not None:
+            values.update(_env_section(f"rewards_{name}", cls, environ))
+        parts[name] = _build_section(cls, f"rewards.{name}", values)
+    rewards = RewardConfig(**parts)
+    validate_rewards(rewards)
+    return rewards
 
 
 def load_config(path: Path | str | None = None, environ: Mapping[str, str] | None = None) -> Config:
@@ -285,7 +450,7 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
     elif path != DEFAULT_CONFIG_PATH:
         raise ConfigError(f"MIA_CONFIG: the file {path} does not exist.")
 
-    known_top = {"paths", "memory", "agent", "search", "app", "ttrl", "roles"}
+    known_top = {"paths", "memory", "agent", "search", "app", "ttrl", "rewards", "roles"}
     for key in raw:
         if key not in known_top:
             raise ConfigError(f"{key}: unknown section; known sections are {', '.join(sorted(known_top))}.")
@@ -295,11 +460,12 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
     for key in paths:
         if key != "data_dir":
             raise ConfigError(f"paths.{key}: unknown setting; the only one is data_dir.")
+    memory_keys = {"url"} | {f.name for f in fields(MemoryConfig)}
     for key in memory:
-        if key != "url":
-            raise ConfigError(f"memory.{key}: unknown setting; the only one is url.")
+        if key not in memory_keys:
+            raise ConfigError(f"memory.{key}: unknown setting; known settings are {', '.join(sorted(memory_keys))}.")
     data_dir = environ.get("MIA_DATA_DIR", paths.get("data_dir", str(REPO_ROOT / ".mia")))
-    memory_url = environ.get("MIA_MEMORY_URL", memory.get("url", ""))
+    memory_url = environ.get("MIA_MEMORY_URL", memory.pop("url", ""))
     if not isinstance(data_dir, str) or not data_dir:
         raise ConfigError("paths.data_dir: expected a folder path.")
     if not isinstance(memory_url, str):
@@ -313,16 +479,10 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
         values = dict(raw.get(name, {}))
         values.update(_env_section(name, cls, environ))
         sections[name] = _build_section(cls, name, values)
-
-    raw_roles = raw.get("roles", {})
-    for name in raw_roles:
-        if name not in ROLES:
-            raise ConfigError(f"roles.{name}: unknown role; roles are {', '.join(ROLES)}.")
-    roles = {}
-    for name in ROLES:
-        values = dict(raw_roles.get(name, {}))
-        values.update(_env_section(name, RoleConfig, environ))
-        roles[name] = _build_section(RoleConfig, f"roles.{name}", values)
+    memory.update(_env_section("memory", MemoryConfig, environ))
+    sections["memory"] = _build_section(MemoryConfig, "memory", memory)
+    sections["rewards"] = reward_section(raw.get("rewards", {}), environ=environ)
+    roles = role_sections(raw.get("roles", {}), environ=environ)
 
     config = Config(data_dir=data_path, memory_url=memory_url, roles=roles, **sections)
     _validate(config)

@@ -76,3 +76,50 @@ def test_overrides_are_validated():
     assert with_overrides(config, max_turns=2).agent.max_turns == 2
     with pytest.raises(ConfigError, match="agent.memory_k"):
         with_overrides(config, memory_k=0)
+
+
+def test_rewards_and_memory_weights_default_to_the_papers():
+    from memory_db.scoring import CAPTION_WEIGHT, SIMILARITY_WEIGHT, WIN_RATE_WEIGHT
+    from backend.config import MemoryConfig, RewardConfig
+
+    config = load_config(environ={})  # the repository's mia.toml states the defaults
+    assert config.rewards == RewardConfig()
+    assert (config.rewards.executor.acc_weight, config.rewards.planner.decision_weight) == (0.7, 0.05)
+    assert config.memory == MemoryConfig()
+    assert (config.memory.similarity_weight, config.memory.win_rate_weight, config.memory.caption_weight) == (
+        SIMILARITY_WEIGHT, WIN_RATE_WEIGHT, CAPTION_WEIGHT)
+
+
+def test_reward_and_memory_sections_are_read_and_overridable(tmp_path):
+    path = write(
+        tmp_path,
+        '[memory]\nurl = "sqlite:///x.sqlite"\nsimilarity_weight = 0.5\nwin_rate_weight = 0.5\n'
+        "[rewards.executor]\nacc_weight = 0.6\nmax_answer_chars = 80\n[rewards.planner]\ndecision_weight = 0.1\n",
+    )
+    config = load_config(path, environ={"MIA_REWARDS_EXECUTOR_TOOL_WEIGHT": "0.3", "MIA_MEMORY_CAPTION_WEIGHT": "0.1"})
+    assert config.memory_url == "sqlite:///x.sqlite"
+    assert (config.memory.similarity_weight, config.memory.win_rate_weight, config.memory.caption_weight) == (0.5, 0.5, 0.1)
+    e = config.rewards.executor
+    assert (e.acc_weight, e.tool_weight, e.format_weight, e.max_answer_chars) == (0.6, 0.3, 0.1, 80)
+    assert config.rewards.planner.decision_weight == 0.1 and config.rewards.planner.acc_final_weight == 0.7
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[rewards.executor]\nacc_weight = -0.1\n", "rewards.executor.acc_weight: must be 0 or more"),
+        ("[rewards.planner]\nacc_final_weight = 0\nacc_first_weight = 0\nformat_weight = 0\ndecision_weight = 0\n",
+         "rewards.planner: the weights acc_final_weight, acc_first_weight, format_weight, decision_weight are all 0"),
+        ("[rewards.executor]\nmax_answer_chars = 0\n", "rewards.executor.max_answer_chars: must be at least 1"),
+        ('[rewards.executor]\ntool_weight = "high"\n', "rewards.executor.tool_weight: expected a number"),
+        ("[rewards.executor]\nbonus = 1\n", "rewards.executor.bonus: unknown setting"),
+        ("[rewards.judge]\n", "rewards.judge: unknown section"),
+        ("[memory]\nwin_rate_weight = -1\n", "memory.win_rate_weight: must be 0 or more"),
+        ("[memory]\ncaption_weight = 2\n", "memory.caption_weight: must be from 0"),
+        ("[memory]\nsimilarity = 1\n", "memory.similarity: unknown setting"),
+    ],
+)
+def test_invalid_weights_name_the_key(tmp_path, text, message):
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text), environ={})
+    assert message in str(info.value)
