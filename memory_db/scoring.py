@@ -2,6 +2,8 @@
 
 Min-max runs over the whole bucket, then the best `k` correct memories ("successful
 strategies") and the best `k` incorrect ones ("failure lessons") are taken separately.
+The weights are the paper's by default; a search takes others as keyword parameters
+(the app's `[memory]` similarity_weight, win_rate_weight and caption_weight).
 """
 from __future__ import annotations
 
@@ -32,9 +34,11 @@ def minmax(similarity: np.ndarray, low: float | None = None, high: float | None 
 
 
 def contrastive_scores(similarity: np.ndarray, usage: np.ndarray, success: np.ndarray,
-                       low: float | None = None, high: float | None = None) -> np.ndarray:
+                       low: float | None = None, high: float | None = None, *,
+                       similarity_weight: float = SIMILARITY_WEIGHT,
+                       win_rate_weight: float = WIN_RATE_WEIGHT) -> np.ndarray:
     win_rate = success / np.maximum(usage, 1)
-    return SIMILARITY_WEIGHT * minmax(similarity, low, high) + WIN_RATE_WEIGHT * win_rate
+    return similarity_weight * minmax(similarity, low, high) + win_rate_weight * win_rate
 
 
 def top_positions(score: np.ndarray, similarity: np.ndarray, row_ids: np.ndarray,
@@ -53,11 +57,13 @@ def top_positions(score: np.ndarray, similarity: np.ndarray, row_ids: np.ndarray
 def rank_contrastive(*, row_ids: np.ndarray, similarity: np.ndarray, correct: np.ndarray,
                      usage: np.ndarray, success: np.ndarray, k: int, offset: int,
                      low: float | None = None, high: float | None = None, min_similarity: float | None = None,
+                     similarity_weight: float = SIMILARITY_WEIGHT, win_rate_weight: float = WIN_RATE_WEIGHT,
                      ) -> tuple[list[Ranked], list[Ranked]]:
     """`min_similarity`: a relevance floor; a memory less similar than it is never returned."""
     if len(row_ids) == 0:
         return [], []
-    score = contrastive_scores(similarity, usage, success, low, high)
+    score = contrastive_scores(similarity, usage, success, low, high,
+                               similarity_weight=similarity_weight, win_rate_weight=win_rate_weight)
     result = []
     for label in (True, False):
         relevant = correct == label

@@ -51,6 +51,7 @@ from .rows import (
     vectors_problem,
 )
 from .schema import memories, memory_history, recorded_verdicts
+from .scoring import CAPTION_WEIGHT, SIMILARITY_WEIGHT, WIN_RATE_WEIGHT
 from .snapshots import memory_from_record
 from .transfer import read_import_file, write_export
 from .validation import (
@@ -58,6 +59,7 @@ from .validation import (
     check_namespace,
     check_new_memory,
     check_question_type,
+    check_scoring_weights,
     check_summary,
     check_text,
 )
@@ -305,24 +307,31 @@ class MemoryStore:
     def search_contrastive(
         self, question: str, *, namespace: str = "default", caption: str | None = None, k: int = 2,
         offset: int = 0, question_type: str | None = None, modality: str | None = None,
-        min_similarity: float | None = None,
+        min_similarity: float | None = None, similarity_weight: float = SIMILARITY_WEIGHT,
+        win_rate_weight: float = WIN_RATE_WEIGHT, caption_weight: float = CAPTION_WEIGHT,
     ) -> ContrastiveMemories:
         """The k best successful and k best failed memories for `question` (MIA scoring) in
         the bucket namespace + modality (+ question_type); `offset` pages further; a memory less
-        similar to the question than `min_similarity` is left out."""
+        similar to the question than `min_similarity` is left out. The score is
+        ``similarity_weight * minmax(similarity) + win_rate_weight * win rate``; with a caption the
+        similarity is ``(1 - caption_weight) * cos(question) + caption_weight * cos(caption)``
+        (defaults: the paper's, memory_db.scoring)."""
         check_text("question", question)
         vectors = self._encode(question, caption)
         return self.search_contrastive_vectors(
             vectors[0], vectors[1], namespace=namespace, k=k, offset=offset,
             question_type=question_type, modality=modality or modality_for(caption), min_similarity=min_similarity,
+            similarity_weight=similarity_weight, win_rate_weight=win_rate_weight, caption_weight=caption_weight,
         )
 
     def search_contrastive_vectors(
         self, question_vector: np.ndarray, caption_vector: np.ndarray | None = None, *,
         namespace: str = "default", k: int = 2, offset: int = 0, question_type: str | None = None,
-        modality: str = "text", min_similarity: float | None = None,
+        modality: str = "text", min_similarity: float | None = None, similarity_weight: float = SIMILARITY_WEIGHT,
+        win_rate_weight: float = WIN_RATE_WEIGHT, caption_weight: float = CAPTION_WEIGHT,
     ) -> ContrastiveMemories:
         """search_contrastive for already-embedded queries (normalised float32 vectors)."""
+        check_scoring_weights(similarity_weight, win_rate_weight, caption_weight)
         check_namespace(namespace)
         if question_type is not None:
             check_question_type(question_type)
@@ -339,6 +348,8 @@ class MemoryStore:
                     np.asarray(question_vector, np.float32),
                     None if caption_vector is None else np.asarray(caption_vector, np.float32),
                     k=k, offset=offset, question_type=question_type, min_similarity=min_similarity,
+                    similarity_weight=similarity_weight, win_rate_weight=win_rate_weight,
+                    caption_weight=caption_weight,
                 )
             by_row = self._memories_by_row_id(conn, namespace, [r.row_id for r in successful + failed])
         def scored(ranked):

@@ -74,6 +74,18 @@ def check_count(name: str, value: Any, *, minimum: int) -> int:
     return value
 
 
+def check_scoring_weights(similarity_weight: Any, win_rate_weight: Any, caption_weight: Any) -> None:
+    """A search's scoring weights: finite, non-negative, not both score weights 0, caption in [0, 1]."""
+    for name, value in (("similarity_weight", similarity_weight), ("win_rate_weight", win_rate_weight),
+                        ("caption_weight", caption_weight)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise InvalidMemoryError(f"{name} must be a finite number >= 0, got {value!r:.40}.")
+    if similarity_weight == 0 and win_rate_weight == 0:
+        raise InvalidMemoryError("similarity_weight and win_rate_weight are both 0; at least one must be positive.")
+    if caption_weight > 1:
+        raise InvalidMemoryError(f"caption_weight must be from 0 to 1, got {caption_weight!r}.")
+
+
 def check_counts(usage: Any, success: Any) -> tuple[int, int]:
     check_count("usage_count", usage, minimum=1)
     check_count("success_count", success, minimum=0)

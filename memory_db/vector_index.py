@@ -12,7 +12,7 @@ import numpy as np
 
 from .approximate import InvertedFileIndex, faiss_available, list_count_for
 from .records import QUESTION_TYPES
-from .scoring import CAPTION_WEIGHT, QUESTION_WEIGHT, Ranked, rank_contrastive
+from .scoring import CAPTION_WEIGHT, QUESTION_WEIGHT, SIMILARITY_WEIGHT, WIN_RATE_WEIGHT, Ranked, rank_contrastive
 
 QUESTION_TYPE_CODES = {name: code for code, name in enumerate(QUESTION_TYPES)}
 
@@ -233,13 +233,15 @@ class BucketIndex:
     def search(
         self, question_vector: np.ndarray, caption_vector: np.ndarray | None, *,
         k: int, offset: int, question_type: str | None, min_similarity: float | None = None,
+        similarity_weight: float = SIMILARITY_WEIGHT, win_rate_weight: float = WIN_RATE_WEIGHT,
+        caption_weight: float = CAPTION_WEIGHT,
     ) -> tuple[list[Ranked], list[Ranked]]:
         if self.live == 0:
             return [], []
         use_caption = caption_vector is not None and self.captions is not None
         if self.ann is None:
             # a product over the contiguous block, then a selection: far cheaper than gathering rows
-            similarity = self._similarity_all(question_vector, caption_vector if use_caption else None)
+            similarity = self._similarity_all(question_vector, caption_vector if use_caption else None, caption_weight)
             positions = np.flatnonzero(self.alive[: self.n])
             if question_type is not None:
                 positions = positions[self.qtype[positions] == QUESTION_TYPE_CODES[question_type]]
@@ -247,24 +249,26 @@ class BucketIndex:
             low = high = None
         else:
             positions, similarity, low = self._approximate_candidates(
-                question_vector, caption_vector if use_caption else None, k + offset, question_type
+                question_vector, caption_vector if use_caption else None, k + offset, question_type, caption_weight
             )
             high = None
         return rank_contrastive(
             row_ids=self.row_ids[positions], similarity=similarity,
             correct=self.correct[positions], usage=self.usage[positions],
             success=self.success[positions], k=k, offset=offset, low=low, high=high,
-            min_similarity=min_similarity,
+            min_similarity=min_similarity, similarity_weight=similarity_weight, win_rate_weight=win_rate_weight,
         )
 
-    def _similarity_all(self, question_vector: np.ndarray, caption_vector: np.ndarray | None) -> np.ndarray:
+    def _similarity_all(self, question_vector: np.ndarray, caption_vector: np.ndarray | None,
+                        caption_weight: float = CAPTION_WEIGHT) -> np.ndarray:
         similarity = dot_rows(self.questions[: self.n], question_vector)
         if caption_vector is not None:
             caption_similarity = dot_rows(self.captions[: self.n], caption_vector)
-            similarity = QUESTION_WEIGHT * similarity + CAPTION_WEIGHT * caption_similarity
+            similarity = (1.0 - caption_weight) * similarity + caption_weight * caption_similarity
         return similarity
 
-    def _approximate_candidates(self, question_vector, caption_vector, needed, question_type):
+    def _approximate_candidates(self, question_vector, caption_vector, needed, question_type,
+                                caption_weight: float = CAPTION_WEIGHT):
         n_candidates = max(self.settings.candidates, 32 * needed)
         while True:
             sims, row_ids = self.ann.search(question_vector, min(n_candidates, self.live))
@@ -279,7 +283,7 @@ class BucketIndex:
                 break
             n_candidates *= 4
         if caption_vector is not None:
-            sims = QUESTION_WEIGHT * sims + CAPTION_WEIGHT * dot_rows(self.captions[positions], caption_vector)
+            sims = (1.0 - caption_weight) * sims + caption_weight * dot_rows(self.captions[positions], caption_vector)
         # The true bucket minimum is unknown without a full scan; a fixed sample estimates it.
         sample_low = np.inf
         if self._min_sample is not None:

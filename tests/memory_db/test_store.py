@@ -65,6 +65,37 @@ def test_caption_similarity_weighs_one_fifth(store, embedder):
     assert result.successful[0].similarity == pytest.approx(0.8 * (q @ q0) + 0.2 * (c @ c0), abs=1e-5)
 
 
+def test_scoring_weights_are_keyword_parameters(store, embedder):
+    questions = ["Who painted the Mona Lisa?", "Who painted The Starry Night?"]
+    near, far = (store.add(new(q)) for q in questions)
+    store.record_outcome([near.id], correct=False)  # the nearer memory now wins half the time, the other always
+    query = "Who made the painting Mona Lisa?"
+    paper = store.search_contrastive(query, k=2)
+    assert [s.memory.id for s in paper.successful] == [near.id, far.id]  # 0.7 * 1 + 0.3 * 0.5 > 0.7 * 0 + 0.3 * 1
+    by_wins = store.search_contrastive(query, k=2, similarity_weight=0.2, win_rate_weight=0.8)
+    assert [s.memory.id for s in by_wins.successful] == [far.id, near.id]  # 0.2 + 0.8 * 0.5 < 0.8
+    assert [s.score for s in by_wins.successful] == pytest.approx([0.8, 0.2 + 0.4])
+    # caption_weight: the share of the caption's similarity (default 0.2)
+    store.add(new("What is shown in the picture?", caption="a red double-decker bus on a London street"))
+    q, c, q0, c0 = embedder.encode(["What is in the image?", "a bus", "What is shown in the picture?",
+                                    "a red double-decker bus on a London street"])
+    hit = store.search_contrastive("What is in the image?", caption="a bus", k=1, caption_weight=0.5).successful[0]
+    assert hit.similarity == pytest.approx(0.5 * (q @ q0) + 0.5 * (c @ c0), abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"similarity_weight": -0.1}, "similarity_weight must be a finite number >= 0"),
+        ({"similarity_weight": 0.0, "win_rate_weight": 0.0}, "at least one must be positive"),
+        ({"caption_weight": 1.5}, "caption_weight must be from 0 to 1"),
+    ],
+)
+def test_bad_scoring_weights_are_refused(store, weights, message):
+    with pytest.raises(InvalidMemoryError, match=message):
+        store.search_contrastive("Who wrote Hamlet?", k=1, **weights)
+
+
 def test_text_and_image_buckets_are_separate(store):
     store.add(new("What is this landmark?", caption="a stone bridge over a river"))
     text_only = store.search_contrastive("What is this landmark?", k=2)
