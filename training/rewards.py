@@ -5,11 +5,17 @@ Executor: ``R = 0.7 * acc + 0.2 * tool + 0.1 * format``
   tool   fraction of plan steps covered by at least one valid tool call (the i-th valid call
          is credited to the i-th step, so it is min(valid calls, steps) / steps)
   format 1 unless tags are unbalanced, the output was unusable (a recovery), the answer is
-         missing, a tool is unknown, its arguments are invalid, or the image search is repeated
+         missing, a tool is unknown, its arguments are invalid, or a tool declared once per
+         question (`once_per_question`: the names from backend.tools.base.once_per_question_tools)
+         was called more than once
 
 Planner: ``R = 0.7 * acc_final + 0.2 * acc_first + 0.05 * format + 0.05 * decision``
   decision 1 when the replan choice was right: no after a correct first answer, yes after a
   wrong one.
+
+The numbers are the defaults of `weights` (backend.config.ExecutorRewardConfig and
+PlannerRewardConfig: mia.toml's `[rewards.executor]` / `[rewards.planner]`, a training YAML's
+`rewards:`); a caller passes its config's to train with others.
 """
 
 from __future__ import annotations
@@ -19,12 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from backend import protocol
+from backend.config import ExecutorRewardConfig, PlannerRewardConfig
 from backend.judge import answer_contains
 from backend.tools.base import argument_problems
 
-MAX_ANSWER_CHARS = 100
-NO_REPLAN_BONUS = 1.2
-IMAGE_SEARCH_TOOL = "image_search"
+PAPER_EXECUTOR_WEIGHTS = ExecutorRewardConfig()
+PAPER_PLANNER_WEIGHTS = PlannerRewardConfig()
 _TAG_PAIRS = (
     (protocol.THINK_OPEN, protocol.THINK_CLOSE),
     (protocol.CALL_OPEN, protocol.CALL_CLOSE),
@@ -66,10 +72,11 @@ class Reward:
     parts: dict[str, float]
 
 
-def answer_accuracy(*, correct: bool, answer: str, replanned: bool) -> float:
-    if not correct or len(answer.strip()) > MAX_ANSWER_CHARS:
+def answer_accuracy(*, correct: bool, answer: str, replanned: bool,
+                    weights: ExecutorRewardConfig = PAPER_EXECUTOR_WEIGHTS) -> float:
+    if not correct or len(answer.strip()) > weights.max_answer_chars:
         return 0.0
-    return 1.0 if replanned else NO_REPLAN_BONUS
+    return weights.acc_after_replan if replanned else weights.acc_before_replan
 
 
 def is_valid_call(step: TraceStep, tool_schemas: Mapping[str, dict]) -> bool:
@@ -97,9 +104,11 @@ def tags_balanced(text: str) -> bool:
 
 
 def format_problems(
-    steps: Sequence[TraceStep], answer: str, tool_schemas: Mapping[str, dict], assistant_texts: Sequence[str] = ()
+    steps: Sequence[TraceStep], answer: str, tool_schemas: Mapping[str, dict], assistant_texts: Sequence[str] = (),
+    *, once_per_question: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Every reason the episode fails the format check (empty list = format reward 1)."""
+    """Every reason the episode fails the format check (empty list = format reward 1).
+    `once_per_question`: the tools declared once per question (once_per_question_tools(tools))."""
     problems: list[str] = []
     for step in steps:
         problems += [f"turn output: {p}" for p in step.format_problems]
@@ -113,8 +122,9 @@ def format_problems(
     problems += ["unbalanced tags" for text in assistant_texts if not tags_balanced(text)][:1]
     if not answer.strip():
         problems.append("answer missing")
-    if sum(1 for step in steps if step.tool == IMAGE_SEARCH_TOOL) > 1:
-        problems.append("image search repeated")
+    for name in sorted(once_per_question):
+        if sum(1 for step in steps if step.tool == name) > 1:
+            problems.append(f"{name!r} called more than once (once per question)")
     return problems
 
 
@@ -127,18 +137,27 @@ def executor_reward(
     plan_step_count: int,
     tool_schemas: Mapping[str, dict],
     assistant_texts: Sequence[str] = (),
+    once_per_question: frozenset[str] = frozenset(),
+    weights: ExecutorRewardConfig = PAPER_EXECUTOR_WEIGHTS,
 ) -> Reward:
-    acc = answer_accuracy(correct=correct, answer=answer, replanned=replanned)
+    """`once_per_question`: the tools a second call of which costs the format reward
+    (backend.tools.base.once_per_question_tools over the episode's tools); `weights`: the config's
+    `rewards.executor` (default: the paper's)."""
+    acc = answer_accuracy(correct=correct, answer=answer, replanned=replanned, weights=weights)
     tool = tool_coverage(steps, plan_step_count, tool_schemas)
-    fmt = 0.0 if format_problems(steps, answer, tool_schemas, assistant_texts) else 1.0
-    return Reward(0.7 * acc + 0.2 * tool + 0.1 * fmt, {"acc": acc, "tool": tool, "format": fmt})
+    problems = format_problems(steps, answer, tool_schemas, assistant_texts, once_per_question=once_per_question)
+    fmt = 0.0 if problems else 1.0
+    total = weights.acc_weight * acc + weights.tool_weight * tool + weights.format_weight * fmt
+    return Reward(total, {"acc": acc, "tool": tool, "format": fmt})
 
 
 def replan_decision_right(*, correct_first: bool, replanned: bool) -> bool:
     return replanned != correct_first
 
 
-def planner_reward(*, correct_final: bool, correct_first: bool, replanned: bool, format_ok: bool) -> Reward:
+def planner_reward(*, correct_final: bool, correct_first: bool, replanned: bool, format_ok: bool,
+                   weights: PlannerRewardConfig = PAPER_PLANNER_WEIGHTS) -> Reward:
+    """`weights`: the config's `rewards.planner` (default: the paper's)."""
     decision = 1.0 if replan_decision_right(correct_first=correct_first, replanned=replanned) else 0.0
     parts = {
         "acc_final": float(correct_final),
@@ -146,7 +165,8 @@ def planner_reward(*, correct_final: bool, correct_first: bool, replanned: bool,
         "format": float(format_ok),
         "decision": decision,
     }
-    total = 0.7 * parts["acc_final"] + 0.2 * parts["acc_first"] + 0.05 * parts["format"] + 0.05 * decision
+    total = (weights.acc_final_weight * parts["acc_final"] + weights.acc_first_weight * parts["acc_first"]
+             + weights.format_weight * parts["format"] + weights.decision_weight * decision)
     return Reward(total, parts)
 
 

@@ -4,7 +4,8 @@ verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info)`
 response: the Executor's turns interleaved with the tool responses (which our protocol neutralises,
 so a retrieved page cannot fake a tag). The trace is parsed back into steps and scored with
 `training.rewards.executor_reward`. The verl stage runs a single plan without reflection, so a
-correct answer always counts as "before any replan".
+correct answer always counts as "before any replan". The weights are the paper's (the defaults of
+`rewards.executor`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ import re
 
 from backend import protocol
 from backend.judge import answer_contains
+from backend.tools.base import once_per_question_tools
 from backend.tools.search import WikiSearchTool
 from training.rewards import TraceStep, executor_reward
 
-TOOL_SCHEMAS = {WikiSearchTool.name: WikiSearchTool.parameters}
+TOOLS = (WikiSearchTool,)
+TOOL_SCHEMAS = {tool.name: tool.parameters for tool in TOOLS}
+ONCE_PER_QUESTION = once_per_question_tools(TOOLS)
 _CALL = re.compile(re.escape(protocol.CALL_OPEN) + r"(.*?)(?:" + re.escape(protocol.CALL_CLOSE) + r"|$)", re.DOTALL)
 _ANSWER = re.compile(re.escape(protocol.ANSWER_OPEN) + r"(.*?)(?:" + re.escape(protocol.ANSWER_CLOSE) + r"|$)", re.DOTALL)
 
@@ -43,5 +47,6 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
         plan_step_count=0 if plan_steps is None else len(plan_steps),
         tool_schemas=TOOL_SCHEMAS,
         assistant_texts=[solution_str],
+        once_per_question=ONCE_PER_QUESTION,
     )
     return {"score": reward.total, **reward.parts}
