@@ -76,16 +76,18 @@ def _evaluate(trainer, rollouts: int, label: str) -> dict:
 
 
 def _learning(stage: str, steps: int, questions: int, eval_rollouts: int, max_new_tokens: int, out: str) -> dict:
+    from dataclasses import replace
+
     from training.grpo_config import load_settings
     from training.trainer import StageTrainer, peak_rss_mb
 
     settings = load_settings(CONFIGS / LEARNING_CONFIGS[stage], output_dir=out)
     settings.steps, settings.num_questions, settings.questions_per_step = steps, questions, 1
     if max_new_tokens:
-        settings.executor_max_new_tokens = max_new_tokens
+        settings.roles["executor"] = replace(settings.roles["executor"], max_new_tokens=max_new_tokens)
     if stage == "executor":
         # Kept short so a run fits a busy 2-core machine: one Executor turn, no reflection.
-        settings.max_turns, settings.reflections = 1, 0
+        settings.agent = replace(settings.agent, max_turns=1, reflections=0)
     log_path = Path(out) / "log.jsonl"
     log_path.unlink(missing_ok=True)
     trainer = StageTrainer(stage, settings)
@@ -130,7 +132,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-questions", type=_positive, default=4, help="learning run: train questions")
     parser.add_argument("--eval-rollouts", type=_positive, default=4, help="learning run: sampled rollouts per question")
     parser.add_argument("--max-new-tokens", type=_positive, default=None,
-                        help="learning run: Executor tokens per turn (default: the config's executor_max_new_tokens)")
+                        help="learning run: Executor tokens per turn (default: the config's roles.executor.max_new_tokens)")
     parser.add_argument("--smollm2-steps", type=int, default=0, help="speed run: steps for the SmolLM2 configs (0 = the config's)")
     parser.add_argument("--out", default=str(REPO / ".mia" / "training" / "bench"))
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)

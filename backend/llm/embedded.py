@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -28,11 +29,17 @@ from backend.llm.decoding import collect_text, stream_in_thread
 from backend.llm.local import InProcessChatModel
 
 __all__ = [
+    "EMBEDDED_TRAITS",
     "EmbeddedChatModel",
     "default_gguf_path",
     "get_embedded_model",
     "prepare_embedded_model",
 ]
+
+
+# The transformers path runs SmolLM2-sized models: the loop guides them. `context_tokens` is each
+# model's own; the rest is what every embedded model declares (the GRPO trainer resolves "auto" with it).
+EMBEDDED_TRAITS = ModelTraits(small=True, guided_turns=True, executor_turns=8)
 
 
 class EmbeddedChatModel(InProcessChatModel):
@@ -72,8 +79,7 @@ class EmbeddedChatModel(InProcessChatModel):
         adapter_label = f"+{self.adapter_dir.parent.name}" if self.adapter_dir is not None else ""
         self.name = name or f"embedded:{manifest.get('display_name', model_dir.name)}{adapter_label}"
         self.context_length = int(getattr(self.model.config, "max_position_embeddings", 2048))
-        # The transformers path runs SmolLM2-sized models: the loop guides them.
-        self.traits = ModelTraits(small=True, guided_turns=True, context_tokens=self.context_length, executor_turns=8)
+        self.traits = replace(EMBEDDED_TRAITS, context_tokens=self.context_length)
         self._end_ids = self._turn_ending_ids()
         self._lock = threading.RLock()
         # Fast tokenizers raise "Already borrowed" when two threads use one at once.

@@ -15,7 +15,8 @@ from training.trainer import StageTrainer, score_episode
 
 FAST = {
     "model_dir": "tiny-random", "num_questions": 2, "steps": 1, "questions_per_step": 1, "rollouts_per_question": 2,
-    "max_turns": 1, "executor_max_new_tokens": 12, "planner_max_new_tokens": 12, "reflections": 1,
+    "agent": {"max_turns": 1, "reflections": 1},
+    "roles": {"executor": {"max_new_tokens": 12}, "planner": {"max_new_tokens": 12}},
     "learning_rate": 1e-3, "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
 }
 
@@ -89,11 +90,11 @@ def test_alternation_records_each_round(tmp_path, capsys):
 
 
 def test_guided_executor_turns_record_the_sampled_action_choice(tmp_path, wiki_tools):
-    trainer = StageTrainer("executor", _settings(tmp_path, guided_actions=True), tools=wiki_tools)
+    trainer = StageTrainer("executor", _settings(tmp_path, agent={**FAST["agent"], "guided_actions": "on"}), tools=wiki_tools)
     assert trainer.episode_settings.guided
     episode, samples = trainer.episode(trainer.records[0], record_turns=True)
     assert any(step.tool == "search" for step in episode.steps)  # guided turns always reach a tool call
     option_lengths = {len(s.completion_ids) for s in samples}
     assert samples and min(option_lengths) <= 3  # the action choice is recorded as its option's few tokens
-    with pytest.raises(TrainingConfigError, match="guided_actions: expected bool"):
-        _settings(tmp_path, guided_actions="yes")
+    with pytest.raises(TrainingConfigError, match='agent.guided_actions: must be "auto", "on" or "off"'):
+        _settings(tmp_path, agent={"guided_actions": "yes"})
