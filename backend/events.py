@@ -148,6 +148,15 @@ class MemoryStored(Event):
 
 
 @dataclass
+class StepTaken(Event):
+    """One finished entry of the Executor's trace, as backend.executor.Step fields: the one record of
+    a step. Reflection, consolidation, rewards and replays of a logged run (backend.replay) read it."""
+
+    kind: ClassVar[str] = "step"
+    step: dict = field(default_factory=dict)
+
+
+@dataclass
 class RunFinished(Event):
     kind: ClassVar[str] = "run_finished"
     answer: str
@@ -175,6 +184,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ReflectionDecided,
         VerdictReady,
         MemoryStored,
+        StepTaken,
         RunFinished,
         RunFailed,
     )

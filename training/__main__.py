@@ -84,7 +84,7 @@ def _build_dataset(args: argparse.Namespace) -> Path:
     from backend.llm.embedded import get_embedded_model
     from backend.planner import Planner
     from backend.tools.search import WikiSearchTool
-    from backend.tools.base import tool_prompt_lines
+    from backend.tools.base import tool_names_line
     from training import datasets
     from training.grpo_config import GRPOSettings
     from training.trainer import resolve_model_dir
@@ -97,7 +97,7 @@ def _build_dataset(args: argparse.Namespace) -> Path:
     if args.stage == "executor":
         settings = GRPOSettings(cache_dir=args.cache_dir)
         planner = Planner(get_embedded_model(resolve_model_dir(args.planner_model, settings.cache_path, settings)))
-        records = datasets.stage1_records(items, planner, tool_prompt_lines([WikiSearchTool]))
+        records = datasets.stage1_records(items, planner, tool_names_line([WikiSearchTool]))
     else:
         records = datasets.stage2_records(items)
     if args.verl:

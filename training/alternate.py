@@ -15,7 +15,8 @@ from pathlib import Path
 
 from backend.llm.embedded import get_embedded_model
 from backend.planner import Planner
-from backend.tools import build_tools, tool_prompt_lines
+from backend.tools import build_tools
+from backend.tools.base import tool_names_line
 from training.datasets import load_hotpotqa, no_memories, stage1_records, stage2_records, with_memories, write_records
 from training.grpo_config import GRPOSettings
 from training.trainer import resolve_model_dir, train_stage
@@ -49,7 +50,7 @@ def alternate(executor_settings: GRPOSettings, planner_settings: GRPOSettings, r
         started = time.perf_counter()
         round_dir = output / f"round-{number}"
         planner = Planner(get_embedded_model(Path(planner_dir)), max_new_tokens=executor_settings.planner_max_new_tokens)
-        plans = stage1_records(items, planner, tool_prompt_lines(tools.values()))
+        plans = stage1_records(items, planner, tool_names_line(tools.values()))
         write_records(plans, round_dir / "stage1.parquet")
         stage1 = train_stage(
             "executor", replace(executor_settings, model_dir=executor_dir, partner_model_dir=planner_dir),

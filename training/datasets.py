@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from backend.planner import Planner, format_memories
+from backend.planner import Planner
+from backend.prompts.manager import format_memories
+from backend.replay import replay
 from backend.runlog import RunLog
 
 STAGES = ("executor", "planner")
@@ -119,24 +121,18 @@ def items_from_runs(data_dir: Path, namespace: str) -> list[QuestionItem]:
     feedback = _read_feedback(Path(data_dir), namespace)
     items = []
     for summary in runlog.list_runs(namespace, limit=100_000):
-        events = [event.to_dict() for event in runlog.load(namespace, summary.run_id)]
-        by_kind: dict[str, dict] = {}
-        for event in events:
-            if event["kind"] == "plan" and event.get("revision", 0) > 0:
-                continue
-            by_kind.setdefault(event["kind"], event)
-        started, answer = by_kind.get("run_started"), by_kind.get("answer")
-        if started is None or "run_failed" in by_kind or answer is None:
+        run = replay(runlog.load(namespace, summary.run_id))
+        if run.started is None or run.failure is not None or not run.answers:
             continue
         note = feedback.get(summary.run_id, {})
-        truth = note.get("ground_truth") or started.get("ground_truth") or (by_kind.get("verdict") or {}).get("ground_truth")
-        if not truth and note.get("rating") == "up" and answer["text"].strip():
-            truth = answer["text"].strip()
+        truth = note.get("ground_truth") or run.started.ground_truth or (run.verdict.ground_truth if run.verdict else None)
+        if not truth and note.get("rating") == "up" and run.answer.strip():
+            truth = run.answer.strip()
         if not truth:
             continue
-        memories = by_kind.get("memories")
-        context = format_memories(memories["successful"], memories["failed"]) if memories else ""
-        items.append(QuestionItem(started["question"], truth, f"run:{namespace}/{summary.run_id}", context))
+        memories = run.memories
+        context = format_memories(memories.successful, memories.failed) if memories else ""
+        items.append(QuestionItem(run.question, truth, f"run:{namespace}/{summary.run_id}", context))
     return items
 
 

@@ -1,8 +1,10 @@
-"""One research episode as both GRPO stages see it: plan, execute, reflect, maybe replan, grade.
+"""A research episode as both GRPO stages and test-time learning score it.
 
-Stage 1 (Executor) gives a fixed plan from the dataset and a frozen Planner reflects; stage 2
+The episode is the app's own loop (backend.episode.EpisodeLoop, method `mia`, no memory store):
+stage 1 (Executor) gives it a fixed plan from the dataset and a frozen Planner reflects; stage 2
 (Planner) lets the policy plan, a frozen Executor runs the plan, and the policy reflects and
-replans. The roles are the app's own (`Planner`, `ExecutorSession`), so the prompts match.
+replans. Training adds by composition what it needs: a policy model that samples and records its
+tokens, the grader below as the judge, and the reward read off the outcome.
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from backend.executor import ExecutorSession, Step
-from backend.judge import Judge, answer_contains
+from backend.episode import EpisodeInput, EpisodeLoop, EpisodeSettings
+from backend.events import TextDelta
+from backend.executor import Step
+from backend.judge import CORRECT, FROM_GROUND_TRUTH, INCORRECT, Judge, Verdict, answer_contains
 from backend.llm.base import ChatModel
-from backend.metering import RunMeter
-from backend.planner import Planner
-from backend.tools.base import Tool, tool_prompt_lines
+from backend.methods import METHODS
+from backend.tools.base import Tool
 from training.rewards import Reward, planner_format_ok, planner_reward
 
 JUDGES = ("exact", "model")
+__all__ = ["Episode", "EpisodeSettings", "Grader", "JUDGES", "run_episode"]
 
 
 class Grader:
@@ -35,14 +39,18 @@ class Grader:
         return self.judge.grade(question, answer, ground_truth).correct
 
 
-@dataclass
-class EpisodeSettings:
-    max_turns: int = 2
-    executor_max_new_tokens: int = 96
-    planner_max_new_tokens: int = 96
-    reflections: int = 1
-    max_seconds: float = 300.0
-    guided: bool = False  # the Executor's guided turns, as the app runs the embedded model
+class GraderJudge:
+    """A grader's `correct(question, answer, ground_truth)` as the episode loop's judge."""
+
+    def __init__(self, grader) -> None:
+        self.grader = grader
+
+    def grade(self, question: str, answer: str, ground_truth: str) -> Verdict:
+        correct = self.grader.correct(question, answer, ground_truth)
+        return Verdict(CORRECT if correct else INCORRECT, "training-grader", source=FROM_GROUND_TRUTH)
+
+    def evaluate_without_ground_truth(self, question: str, answer: str, passages: list[dict]) -> Verdict:
+        return self.grade(question, answer, "")
 
 
 @dataclass
@@ -63,6 +71,7 @@ class Episode:
     first_plan_step_count: int = 0
     trace_text: str = ""
     seconds: float = 0.0
+    events: list = field(default_factory=list)  # the episode's events, as the app's run yields them
 
     @property
     def tool_calls(self) -> int:
@@ -91,57 +100,34 @@ def run_episode(
     plan_steps: list[str] | None = None,
 ) -> Episode:
     started = time.perf_counter()
-    planner = Planner(planner_model, max_new_tokens=settings.planner_max_new_tokens)
-    plan_texts: list[str] = []
-    recovered: list[bool] = []
-    if plan_steps is None:
-        blueprint = planner.plan(question, memory_text, tool_prompt_lines(tools.values()))
-        plan_steps = list(blueprint.steps)
-        plan_texts.append(blueprint.text)
-        recovered.append(blueprint.recovered is not None)
-    steps_done = list(plan_steps)
-    first_plan_step_count = len(steps_done)
-    session = ExecutorSession(executor_model, tools, RunMeter(), f"train-{uuid.uuid4().hex[:8]}",
-                              max_new_tokens=settings.executor_max_new_tokens, guided=settings.guided)
-    session.start(question, steps_done)
-    deadline = time.monotonic() + settings.max_seconds
-    for _ in session.run(question, max_turns=settings.max_turns, deadline=deadline):
-        pass
-    first_answer = session.answer
-    correct_first = grader.correct(question, first_answer, ground_truth)
-    replanned = False
-    for _ in range(settings.reflections):
-        reflection = planner.reflect(question, session.answer, session.trace_text(),
-                                     support=session.answer_support(question))
-        if not reflection.replan:
-            break
-        replanned = True
-        supplement = planner.replan(question, session.answer, session.trace_text(), steps_done)
-        plan_texts.append(supplement.text)
-        recovered.append(supplement.recovered is not None)
-        steps_done.extend(supplement.steps)
-        session.add_supplementary_plan(supplement.steps)
-        for _ in session.run(question, max_turns=settings.max_turns, deadline=deadline):
-            pass
-        for _ in session.settle_after_replan():
-            pass
-    answer = session.answer
-    correct_final = correct_first if answer == first_answer else grader.correct(question, answer, ground_truth)
+    loop = EpisodeLoop(
+        models={"planner": planner_model, "executor": executor_model}, tools=tools, method=METHODS["mia"],
+        settings=settings, judge=GraderJudge(grader), run_id=f"train-{uuid.uuid4().hex[:8]}",
+    )
+    events = [event for event in loop.run(EpisodeInput(question=question, ground_truth=ground_truth,
+                                                        memory_text=memory_text, plan_steps=plan_steps))
+              if not isinstance(event, TextDelta)]
+    outcome = loop.outcome
+    session = outcome.session
+    correct_final = outcome.verdict.label == CORRECT
+    correct_first = correct_final if outcome.first_answer == outcome.answer else grader.correct(
+        question, outcome.first_answer, ground_truth)
     return Episode(
         question=question,
         ground_truth=ground_truth,
-        plan_steps=steps_done,
-        plan_texts=plan_texts,
-        plans_recovered=recovered,
-        first_answer=first_answer,
-        answer=answer,
-        replanned=replanned,
+        plan_steps=outcome.plan_steps,
+        plan_texts=[plan.text for plan in outcome.plans],
+        plans_recovered=[plan.recovered is not None for plan in outcome.plans],
+        first_answer=outcome.first_answer,
+        answer=outcome.answer,
+        replanned=outcome.replanned,
         correct_first=correct_first,
         correct_final=correct_final,
         steps=list(session.steps),
         passages=list(session.passages),
         assistant_texts=[turn.content for turn in session.turns if turn.role == "assistant"],
-        first_plan_step_count=first_plan_step_count,
+        first_plan_step_count=outcome.first_plan_step_count,
         trace_text=session.trace_text(),
         seconds=time.perf_counter() - started,
+        events=events,
     )

@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 from backend.llm.embedded import EmbeddedChatModel, get_embedded_model, prepare_embedded_model
 from backend.llm.tiny import build_tiny_random_model
 from backend.planner import Planner
-from backend.tools import Tool, build_tools, tool_prompt_lines
+from backend.tools import Tool, build_tools
+from backend.tools.base import tool_names_line
 from training.datasets import (
     STAGES,
     RLRecord,
@@ -125,7 +126,7 @@ class StageTrainer:
         if self.stage == "planner":
             return stage2_records(items)
         planner = Planner(self.partner, max_new_tokens=s.planner_max_new_tokens)
-        return stage1_records(items, planner, tool_prompt_lines(self.tools.values()))
+        return stage1_records(items, planner, tool_names_line(self.tools.values()))
 
     def episode(self, record: RLRecord, *, record_turns: bool) -> tuple[Episode, list]:
         """One rollout; with record_turns the policy samples and its decisions are returned."""

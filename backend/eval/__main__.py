@@ -11,7 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
-from backend.agent import METHODS
+from backend.methods import METHOD_NAMES as METHODS
 from backend.config import ConfigError, load_config
 from backend.eval.compare import compare
 from backend.eval.datasets import DatasetError

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from backend.agent import METHODS
+from backend.methods import METHOD_NAMES as METHODS
 from backend.config import REPO_ROOT, Config
 from backend.eval.datasets import load_questions
 

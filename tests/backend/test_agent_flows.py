@@ -23,7 +23,7 @@ from backend.events import (
     VerdictReady,
 )
 from backend.runlog import RunLog
-from backend.tools.base import Passage, ToolResult
+from backend.tools.base import Passage, ToolCapabilities, ToolResult
 from memory_db import MemoryStore
 
 QUESTION = 'The band who released the debut album "Tinted Windows" had their first performance in what city?'
@@ -133,6 +133,7 @@ class PlantedSearch:
     name = "search"
     description = "local wiki search"
     parameters = {"type": "object", "properties": {"query_list": {"type": "array"}}, "required": ["query_list"]}
+    capabilities = ToolCapabilities(query_argument="query_list")
 
     def __call__(self, arguments):
         passage = Passage(title="Tinted Windows (band)", text=PLANTED + " The band first performed in Tulsa.",

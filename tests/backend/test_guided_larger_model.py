@@ -12,7 +12,8 @@ import pytest
 
 from backend.events import AnswerReady, ExecutorThought, Recovery, ToolCalled
 from backend.evidence import is_grounded
-from backend.executor import EXECUTOR_SYSTEM, ExecutorSession
+from backend.executor import ExecutorSession
+from backend.prompts.executor import EXECUTOR_SYSTEM
 from backend.metering import RunMeter
 
 QUESTION = "In what city did the band Tinted Windows first perform?"

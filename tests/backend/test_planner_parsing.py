@@ -1,4 +1,5 @@
-from backend.planner import format_memories, parse_steps
+from backend.planner import parse_steps
+from backend.prompts.manager import format_memories
 
 
 def test_numbered_steps_are_parsed_in_order_and_deduplicated():
@@ -37,7 +38,7 @@ def test_steps_that_state_facts_are_dropped_visibly():
 
 
 def test_cases_block_shows_plans_and_outcomes():
-    from backend.planner import format_cases
+    from backend.prompts.manager import format_cases
 
     assert format_cases([]) == "Past cases: none found."
     text = format_cases([

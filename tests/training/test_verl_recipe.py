@@ -14,6 +14,8 @@ from training.verl_recipe.data import verl_row, write_verl_parquet
 from training.verl_recipe.reward import compute_score, transcript_steps
 from training.verl_recipe.stage_config import VerlConfigError, load_stage_config
 
+pytestmark = pytest.mark.verl  # needs verl: runs in .venv-train (requirements-train.txt)
+
 RECORD = RLRecord("When did the Russian Civil War end?", "October 1922", "hotpotqa:x", "Successful strategies: none found.",
                   "1. Search the war\n2. Find the end date", ["Search the war", "Find the end date"])
 
@@ -111,21 +113,44 @@ class ScriptedTokenServer:
     """Stands in for verl's vLLM server (which needs a GPU): returns scripted turns as token ids."""
 
     def __init__(self, tokenizer, turns: list[str]) -> None:
-        self.tokenizer, self.turns, self.sampling = tokenizer, list(turns), []
+        self.tokenizer, self.turns, self.sampling, self.prompts = tokenizer, list(turns), [], []
 
     async def generate(self, request_id, prompt_ids, sampling_params, **_):
         from verl.workers.rollout.replica import TokenOutput
 
         self.sampling.append(sampling_params)
+        self.prompts.append(list(prompt_ids))
         ids = self.tokenizer.encode(self.turns.pop(0), add_special_tokens=False)
         return TokenOutput(token_ids=ids + [self.tokenizer.eos_token_id])
 
 
-def test_executor_agent_loop_masks_tool_responses_and_scores_with_our_reward(tiny_model_dir, index_dir, wiki_tools):
-    from omegaconf import open_dict
-    from transformers import AutoTokenizer
+def _run_loop(loop_class, config, server, tokenizer, row):
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    def build_and_run(_):
+        # verl's agent loop binds the thread's event loop when it is built: build and run it in one thread.
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        loop = loop_class(trainer_config=DictConfigWrap(config), server_manager=server, tokenizer=tokenizer,
+                          processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data))
+        try:
+            return loop.loop.run_until_complete(loop.run({"temperature": 1.0}, raw_prompt=row["prompt"],
+                                                         extra_info=row["extra_info"], reward_model=row["reward_model"]))
+        finally:
+            loop.loop.close()
+
+    return in_fresh_thread(build_and_run, None)
+
+
+def _app_prompt(tokenizer, messages, prefill=""):
+    """The text the app's model would be prompted with for `messages` (chat template + prefill)."""
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) + prefill
+
+
+def test_executor_agent_loop_runs_the_apps_episode_masks_tool_responses_and_scores_with_our_reward(
+        tiny_model_dir, index_dir, wiki_tools):
+    from omegaconf import open_dict
+    from transformers import AutoTokenizer
 
     from training.verl_recipe.agent_loops import MiaExecutorAgentLoop
 
@@ -134,28 +159,97 @@ def test_executor_agent_loop_masks_tool_responses_and_scores_with_our_reward(tin
     config = load_stage_config("executor")
     with open_dict(config):
         config.actor_rollout_ref.rollout.multi_turn.max_assistant_turns = 4
-    call = '<think>look it up</think><tool_call>{"name": "search", "arguments": {"query_list": ["Russian Civil War"]}}</tool_call>'
-    answer = "<think>found</think><answer>October 1922</answer>"
+    # The app prefills "<think>", so the policy writes what follows it.
+    call = 'look it up</think><tool_call>{"name": "search", "arguments": {"query_list": ["Russian Civil War"]}}</tool_call>'
+    answer = "found</think><answer>October 1922</answer>"
     server = ScriptedTokenServer(tokenizer, [call, answer])
     row = verl_row(RECORD, "executor")
+    output = _run_loop(MiaExecutorAgentLoop, config, server, tokenizer, row)
 
-    def build_and_run(_):
-        # verl's agent loop binds the thread's event loop when it is built: build and run it in one thread.
-        asyncio.set_event_loop(asyncio.new_event_loop())
-        loop = MiaExecutorAgentLoop(trainer_config=DictConfigWrap(config), server_manager=server, tokenizer=tokenizer,
-                                    processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data))
-        try:
-            return loop.loop.run_until_complete(loop.run({"temperature": 1.0}, raw_prompt=row["prompt"]))
-        finally:
-            loop.loop.close()
-
-    output = in_fresh_thread(build_and_run, None)
-    assert server.sampling[0]["stop"] == ["</tool_call>", "</answer>"] and not server.turns  # two turns, then done
+    assert server.sampling[0]["stop"] == list(protocol.STOP_STRINGS) and not server.turns  # two turns, then done
+    # The first prompt is the app's Executor prompt for this question and plan, byte for byte.
+    first_prompt = tokenizer.decode(server.prompts[0])
+    assert first_prompt == _app_prompt(tokenizer, row["prompt"], protocol.THINK_OPEN)
+    assert tokenizer.decode(output.prompt_ids) == _app_prompt(tokenizer, row["prompt"])
     mask = output.response_mask
-    assert len(mask) == len(output.response_ids) and mask[0] == 1 and mask[-1] == 1 and 0 in mask
+    assert len(mask) == len(output.response_ids) and 0 in mask and 1 in mask
     generated = tokenizer.decode([t for t, m in zip(output.response_ids, mask) if m], skip_special_tokens=True)
     assert "Russian Civil War:" not in generated  # retrieved text is never trained on
+    assert "<answer>October 1922</answer>" in generated
     transcript = tokenizer.decode(output.response_ids, skip_special_tokens=True)
     assert "<tool_response>" in transcript and "Russian Civil War" in transcript
+    # The reward is read off the episode's steps; the transcript reward function agrees with it.
+    assert output.reward_score == pytest.approx(0.7 * 1.2 + 0.2 * 0.5 + 0.1)
     score = compute_score(row["data_source"], transcript, RECORD.ground_truth, row["extra_info"])
-    assert score["acc"] == 1.2 and score["format"] == 1.0 and score["tool"] == 0.5  # 1 call for a 2-step plan
+    assert score["score"] == pytest.approx(output.reward_score)
+
+
+class ScriptedExecutor:
+    """The frozen stage-2 Executor (a served model in a real run), scripted."""
+
+    from backend.llm.base import ModelTraits
+
+    supports_images = False
+    traits = ModelTraits(small=False, context_tokens=8192, executor_turns=8)
+    name = "scripted:executor"
+
+    def __init__(self, outputs):
+        self.outputs = list(outputs)
+
+    def generate(self, messages, *, max_new_tokens=256, stop=(), prefill="", temperature=None):
+        from backend.llm.base import Completion
+
+        text = self.outputs.pop(0)
+        for s in stop:
+            if s in text:
+                text = text[: text.index(s)]
+        return Completion(text=text, prompt_tokens=0, completion_tokens=len(text.split()), seconds=0.0, finish_reason="stop")
+
+    def stream(self, messages, **kwargs):
+        completion = self.generate(messages, **kwargs)
+        yield completion.text
+        yield completion
+
+    def choose(self, messages, options, *, prefill=""):
+        raise AssertionError("the scripted Executor is never asked to choose here")
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+
+def test_planner_agent_loop_prompts_the_policy_exactly_as_the_app_plans_and_reflects(
+        tiny_model_dir, index_dir, wiki_tools, monkeypatch):
+    from transformers import AutoTokenizer
+
+    from backend.prompts import planner as planner_prompts
+    from backend.prompts.planner import PLAN_PREFILL
+    from training.verl_recipe import agent_loops
+
+    os.environ["MIA_INDEX_CACHE_DIR"] = str(index_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    config = load_stage_config("planner")
+    executor = ScriptedExecutor([
+        'x</think><tool_call>{"name": "search", "arguments": {"query_list": ["Russian Civil War"]}}</tool_call>',
+        "y</think><answer>October 1922</answer>",
+    ])
+    monkeypatch.setattr(agent_loops, "_frozen_executor", lambda: executor)
+    rendered = []  # the app's reflection prompt for the episode's state, as its Planner renders it
+    app_reflect_messages = planner_prompts.reflect_messages
+    monkeypatch.setattr(planner_prompts, "reflect_messages", lambda *a: rendered.append(app_reflect_messages(*a)) or rendered[-1])
+    plan = " the Russian Civil War\n2. Find the date it ended"
+    server = ScriptedTokenServer(tokenizer, [plan, "yes"])  # the plan, then the reflection: supported
+    row = verl_row(RECORD, "planner")
+    output = _run_loop(agent_loops.MiaPlannerAgentLoop, config, server, tokenizer, row)
+
+    plan_messages = planner_prompts.plan_messages(RECORD.question, RECORD.memory_context, "search")
+    assert tokenizer.decode(server.prompts[0]) == _app_prompt(tokenizer, plan_messages, PLAN_PREFILL)
+    (reflection,) = rendered
+    assert "Answer: October 1922" in reflection[1]["content"] and "search ['Russian Civil War']" in reflection[1]["content"]
+    assert tokenizer.decode(server.prompts[1]) == _app_prompt(tokenizer, reflection)
+    assert not server.turns and not executor.outputs
+    # The trajectory is the blueprint: the app's plan prompt, the prefill (mask 0), the plan (mask 1).
+    assert tokenizer.decode(output.prompt_ids) == _app_prompt(tokenizer, plan_messages)
+    generated = tokenizer.decode([t for t, m in zip(output.response_ids, output.response_mask) if m], skip_special_tokens=True)
+    assert generated == plan
+    # Right first, no replan after a right answer, a well-formed plan: the planner reward's maximum.
+    assert output.reward_score == pytest.approx(1.0)

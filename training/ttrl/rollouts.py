@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from backend.llm.base import ChatModel
 from backend.manager import Manager, memory_to_dict
-from backend.planner import format_memories
+from backend.prompts.manager import format_memories
 from backend.tools.base import Tool
 from training.episode import Episode, EpisodeSettings, run_episode
 from training.policy import PolicyChatModel, TurnSample

@@ -67,7 +67,7 @@ def run_eval(eval_config: Config):
 @pytest.fixture(scope="session")
 def smoke_results(run_eval, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, object]]:
     """A 3-question evaluation of every method, run once per test session: method -> (folder, outcome)."""
-    from backend.agent import METHODS
+    from backend.methods import METHOD_NAMES as METHODS
 
     root = tmp_path_factory.mktemp("eval-smoke")
     results = {}

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from backend.agent import METHODS
+from backend.methods import METHOD_NAMES as METHODS
 from backend.eval.datasets import load_questions
 from backend.eval.results import ResultsFile
 from backend.eval.spec import MEMORY_FILE, ROWS_FILE

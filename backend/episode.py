@@ -1,0 +1,304 @@
+"""One research episode: caption, retrieve memories, plan, execute, reflect and replan, judge,
+consolidate. The app's agent, the evaluation harness, the GRPO trainer, test-time rollouts, the
+canary and the verl agent loops all run this loop; what differs is given to it:
+
+- the method (backend.methods): what memory is read and how it is shown, whether the Planner plans
+  and reflects, how the run is stored;
+- the models: a training run passes a policy that samples and records its tokens;
+- the judge: the app's Judge, or training's ground-truth grader;
+- the store: None for training (no memory is read or written);
+- a given plan (GRPO stage 1) or given memory text (training datasets).
+
+`EpisodeLoop.run` yields typed events (backend.events); the run's outcome is then on `outcome`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from backend.events import (
+    Event,
+    MemoriesRetrieved,
+    MemoryStored,
+    PlanReady,
+    ReflectionDecided,
+    RunFinished,
+    RunStarted,
+    VerdictReady,
+)
+from backend.executor import ExecutorSession
+from backend.judge import Judge
+from backend.llm.base import ChatModel
+from backend.manager import Manager, memory_to_dict
+from backend.methods import Method
+from backend.metering import MeteredModel, RunMeter
+from backend.planner import Planner
+from backend.prompts.manager import caption_messages
+from backend.tools.base import Tool, offered_tools, tool_names_line
+
+ROLES = ("planner", "executor", "manager", "judge")
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """The limits of one episode. `from_config` reads the app's agent and role settings; training
+    gives its own (sampling settings are the policy model's, not the loop's)."""
+
+    max_turns: int = 2
+    reflections: int = 1
+    max_seconds: float = 300.0
+    executor_max_new_tokens: int = 96
+    planner_max_new_tokens: int = 96
+    guided: bool = False
+    max_llm_calls: int = 0  # 0 = no limit
+    max_tokens: int = 0  # 0 = no limit
+    memory_k: int = 2
+    min_memory_similarity: float = 0.35
+    unverified_memory_weight: float = 0.0
+    count_unverified_outcomes: bool = False
+    sparse_memory_planner: str = "manager"
+    summary_max_words: int = 300
+
+    @property
+    def supplement_turns(self) -> int:
+        """Turns after a replan: half the first round's (at least 2); the conversation already holds
+        what the first round found, and the supplementary plan has at most 3 steps."""
+        return max(2, self.max_turns // 2)
+
+    @classmethod
+    def from_config(cls, config, executor_traits) -> EpisodeSettings:
+        agent = config.agent
+        return cls(
+            max_turns=agent.turns_for(executor_traits),
+            reflections=agent.reflections,
+            max_seconds=agent.max_seconds,
+            executor_max_new_tokens=config.role("executor").max_new_tokens,
+            planner_max_new_tokens=min(config.role("planner").max_new_tokens, 200),
+            guided=agent.guided_for(executor_traits),
+            max_llm_calls=agent.llm_calls_for(executor_traits),
+            max_tokens=agent.max_tokens,
+            memory_k=agent.memory_k,
+            min_memory_similarity=agent.min_memory_similarity,
+            unverified_memory_weight=agent.unverified_memory_weight,
+            count_unverified_outcomes=agent.count_unverified_outcomes,
+            sparse_memory_planner=agent.sparse_memory_planner,
+            summary_max_words=agent.summary_max_words,
+        )
+
+
+@dataclass
+class EpisodeInput:
+    question: str
+    namespace: str = "default"
+    image: str | None = None
+    caption: str | None = None  # given by the user
+    ground_truth: str | None = None
+    memory_text: str | None = None  # the Planner's memory text as given (training data); None = as the method retrieves
+    plan_steps: list[str] | None = None  # a given plan (GRPO stage 1); None = the Planner plans if the method plans
+
+
+@dataclass
+class EpisodeOutcome:
+    """What a finished episode leaves for its caller (the events say the same, in order)."""
+
+    session: ExecutorSession
+    first_answer: str = ""
+    answer: str = ""
+    replanned: bool = False
+    plans: list[PlanReady] = field(default_factory=list)
+    verdict: VerdictReady | None = None
+    plan_steps: list[str] = field(default_factory=list)
+    first_plan_step_count: int = 0
+
+
+class EpisodeLoop:
+    def __init__(
+        self,
+        *,
+        models: Mapping[str, ChatModel],
+        tools: Mapping[str, Tool],
+        method: Method,
+        settings: EpisodeSettings,
+        judge=None,
+        store=None,
+        run_id: str,
+        meter: RunMeter | None = None,
+    ) -> None:
+        """`models`: a ChatModel per role (backend.episode.ROLES; the manager's only with a store).
+        `judge`: grade(question, answer, gold) and evaluate_without_ground_truth(question, answer,
+        passages), both returning a backend.judge.Verdict; None = the app's Judge on the judge role's
+        model (a small one may not call an answer correct that shares no word with the gold one)."""
+        self.meter = meter or RunMeter()
+        self.raw_models = dict(models)
+        self.models = {role: MeteredModel(model, self.meter, role) for role, model in models.items()}
+        self.tools, self.method, self.settings, self.store = dict(tools), method, settings, store
+        if judge is None:
+            judge = Judge(self.models["judge"], require_overlap=self.models["judge"].traits.small)
+        self.judge = judge
+        self.run_id = run_id
+        self.outcome: EpisodeOutcome | None = None
+
+    # -- steps of the episode -----------------------------------------------------------------
+    def _caption(self, episode: EpisodeInput) -> tuple[str | None, str | None]:
+        """The image's caption and where it came from: the user, a vision model, else the best match
+        of a tool that captions images."""
+        if episode.caption:
+            return episode.caption.strip(), "user"
+        if not episode.image:
+            return None, None
+        vision = next((m for m in self.raw_models.values() if m.supports_images), None)
+        if vision is not None:
+            completion = vision.generate(caption_messages(episode.image), max_new_tokens=60)
+            self.meter.add_llm("captioner", completion.seconds, completion.prompt_tokens, completion.completion_tokens)
+            if completion.text.strip():
+                return completion.text.strip(), "vision-model"
+        captioner = next((t for t in self.tools.values() if t.capabilities.captions_images), None)
+        if captioner is not None:
+            start = time.perf_counter()
+            result = captioner({"image": episode.image})
+            self.meter.add_tool(time.perf_counter() - start)
+            if result.ok and result.passages:
+                return result.passages[0].title, "image-search"
+        return None, None
+
+    def _retrieve(self, episode: EpisodeInput, manager: Manager | None, caption: str | None) -> tuple[list[dict], list[dict]]:
+        s = self.settings
+        found = manager.retrieve(episode.question, episode.namespace, caption, s.memory_k,
+                                 min_similarity=s.min_memory_similarity, unverified_weight=s.unverified_memory_weight)
+        return [memory_to_dict(m) for m in found.successful], [memory_to_dict(m) for m in found.failed]
+
+    def _first_planner(self, planner: Planner, successful: list[dict], failed: list[dict]) -> Planner:
+        """As in the reference: until memory can show k of each, the Manager's model plans."""
+        k = self.settings.memory_k
+        sparse = len(successful) < k or len(failed) < k
+        if (self.method.manager_plans_while_sparse and sparse and self.settings.sparse_memory_planner == "manager"
+                and "manager" in self.models):
+            return Planner(self.models["manager"], max_new_tokens=planner.max_new_tokens)
+        return planner
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self, episode: EpisodeInput) -> Iterator[Event]:
+        s, method, run_id, question = self.settings, self.method, self.run_id, episode.question
+        planner = Planner(self.models["planner"], max_new_tokens=s.planner_max_new_tokens)
+        manager = (Manager(self.models["manager"], self.store, summary_max_words=s.summary_max_words)
+                   if self.store is not None else None)
+        deadline = time.monotonic() + s.max_seconds
+        caption, caption_source = self._caption(episode)
+        yield RunStarted(run_id, question=question, namespace=episode.namespace, image=episode.image,
+                         caption=caption, caption_source=caption_source, ground_truth=episode.ground_truth)
+
+        successful: list[dict] = []
+        failed: list[dict] = []
+        if method.uses_memory and manager is not None and episode.memory_text is None:
+            successful, failed = self._retrieve(episode, manager, caption)
+            yield MemoriesRetrieved(run_id, successful=successful, failed=failed)
+
+        run_tools = offered_tools(self.tools, has_image=bool(episode.image))
+        outcome = EpisodeOutcome(session=None)  # type: ignore[arg-type]
+        steps_done: list[str] = []
+        if episode.plan_steps is not None:
+            steps_done = list(episode.plan_steps)
+        elif method.plans:
+            first_planner = self._first_planner(planner, successful, failed)
+            memories_text = episode.memory_text if episode.memory_text is not None else method.planner_text(successful, failed)
+            blueprint = first_planner.plan(question, memories_text, tool_names_line(run_tools.values()), caption)
+            plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
+                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
+            outcome.plans.append(plan)
+            yield plan
+            steps_done = list(blueprint.steps)
+        outcome.first_plan_step_count = len(steps_done)
+
+        executor = self.models["executor"]
+        session = ExecutorSession(
+            executor, run_tools, self.meter, run_id, max_new_tokens=s.executor_max_new_tokens, image=episode.image,
+            max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
+        )
+        outcome.session = session
+        self.outcome = outcome
+        session.start(question, steps_done, caption, context=method.executor_notes(successful, failed))
+        yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
+        outcome.first_answer = session.answer
+
+        for round_no in range(1, (s.reflections if method.reflects else 0) + 1):
+            if session.limit_reached(deadline):
+                break
+            reflection = planner.reflect(question, session.answer, session.trace_text(),
+                                         support=session.answer_support(question))
+            yield ReflectionDecided(run_id, replan=reflection.replan, scores=reflection.scores, round=round_no)
+            if not reflection.replan:
+                break
+            outcome.replanned = True
+            supplement = planner.replan(question, session.answer, session.trace_text(), steps_done)
+            plan = PlanReady(run_id, text=supplement.text, steps=supplement.steps, revision=round_no,
+                             recovered=supplement.recovered, planner_model=f"planner: {planner.model.name}")
+            outcome.plans.append(plan)
+            yield plan
+            steps_done.extend(supplement.steps)
+            session.add_supplementary_plan(supplement.steps)
+            yield from session.run(question, max_turns=s.supplement_turns, deadline=deadline)
+            yield from session.settle_after_replan()
+        outcome.plan_steps = steps_done
+        answer = outcome.answer = session.answer
+
+        if episode.ground_truth:
+            verdict = self.judge.grade(question, answer, episode.ground_truth)
+        else:
+            verdict = self.judge.evaluate_without_ground_truth(question, answer, session.passages)
+        outcome.verdict = VerdictReady(
+            run_id, label=verdict.label, method=verdict.method, ground_truth=episode.ground_truth,
+            feedback=verdict.feedback, source=verdict.source, confidence=verdict.confidence,
+            evidence=verdict.evidence, leaning=verdict.leaning,
+        )
+        yield outcome.verdict
+
+        used_ids = [m["id"] for m in successful + failed]
+        if self.store is not None and used_ids and (verdict.verified or s.count_unverified_outcomes):
+            # Win rates count verified outcomes: the Judge's own opinion can be steered by what the
+            # run read. A memory may have been evicted or deleted while this run used it.
+            self.store.record_outcome(used_ids, correct=verdict.correct, namespace=episode.namespace, missing_ok=True)
+
+        if method.uses_memory and manager is not None:
+            yield self._consolidate(manager, episode, caption, outcome, verdict, used_ids)
+        yield RunFinished(run_id, answer=answer, stats=self.meter.snapshot())
+
+    def _consolidate(self, manager: Manager, episode: EpisodeInput, caption, outcome: EpisodeOutcome, verdict,
+                     used_ids: list[str]) -> MemoryStored:
+        session, question, answer = outcome.session, episode.question, outcome.answer
+        consolidation = manager.consolidate(
+            question=question,
+            caption=caption,
+            plan_steps=outcome.plan_steps,
+            steps=session.steps,
+            passages=session.passages,
+            support=session.answer_support(question),
+            answer=answer,
+            verdict=verdict.label,
+            namespace=episode.namespace,
+            compress=self.method.compress,
+            provenance={
+                "run_id": self.run_id,
+                "models": {role: m.name for role, m in self.raw_models.items()},
+                "judge_verdict": verdict.label,
+                "judge_method": verdict.method,
+                "judge_feedback": verdict.feedback,
+                # Only ground truth (or a person's feedback) verifies a verdict: the Judge's own
+                # opinion can be steered by what the run read, e.g. text planted in a page.
+                "verified": verdict.verified,
+                "verdict_source": verdict.source,
+                "judge_confidence": verdict.confidence,
+                "ground_truth": episode.ground_truth,
+                "answer": answer,
+                "first_answer": outcome.first_answer,
+                "memories_used": used_ids,
+                "sources": [c.get("url") or c["title"] for c in session.sources(answer)],
+                "searched": sorted({p.get("url") or p["title"] for p in session.passages}),
+                "trajectory": f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
+                "method": self.method.name,
+            },
+        )
+        memory = consolidation.memory
+        return MemoryStored(self.run_id, memory_id=memory.id, summary=memory.summary, correct=memory.correct,
+                            question_type=memory.question_type, summary_source=consolidation.summary_source)

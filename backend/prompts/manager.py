@@ -1,0 +1,62 @@
+"""The Manager's prompts: the question type (when the wording does not say) and past research as
+the memory methods show it (contrastive memories to the Planner, cases, notes to the Executor)."""
+
+from __future__ import annotations
+
+CLASSIFY_SYSTEM = "You classify questions by what they ask for."
+CLASSIFY_TURN = "Question: {question}\nWhich type is it? Options: {types}."
+
+CAPTION_TURN = "Describe this image in one short sentence."
+
+
+def classify_messages(question: str, types: tuple[str, ...]) -> list[dict]:
+    return [
+        {"role": "system", "content": CLASSIFY_SYSTEM},
+        {"role": "user", "content": CLASSIFY_TURN.format(question=question, types=", ".join(types))},
+    ]
+
+
+def caption_messages(image: str) -> list[dict]:
+    return [{"role": "user", "content": CAPTION_TURN, "image": image}]
+
+
+def format_memories(successful: list[dict], failed: list[dict], max_chars: int = 400) -> str:
+    """Contrastive memories for the Planner: strategies that worked, then lessons from failures."""
+
+    def block(title: str, items: list[dict]) -> str:
+        if not items:
+            return f"{title}: none found."
+        lines = [f"{title}:"]
+        for i, item in enumerate(items, 1):
+            verdict = "correct" if item.get("correct") else "incorrect"
+            if not item.get("verified", True):
+                verdict += ", unverified"
+            summary = (item.get("summary") or "")[:max_chars]
+            caption = f" Image: {item['caption']}." if item.get("caption") else ""
+            lines.append(f"{i}. ({verdict}) Q: {item.get('question', '')}{caption} How: {summary}")
+        return "\n".join(lines)
+
+    return block("Successful strategies", successful) + "\n" + block("Failure lessons", failed)
+
+
+def format_cases(cases: list[dict], max_chars: int = 300) -> str:
+    """Past cases as the memento baseline shows them to the Planner: each earlier question with the
+    plan that was followed and whether its answer was right (plans, not workflow summaries)."""
+    if not cases:
+        return "Past cases: none found."
+    lines = ["Past cases (question, plan followed, outcome):"]
+    for i, case in enumerate(cases, 1):
+        outcome = "right answer" if case.get("correct") else "wrong answer"
+        plan = " ".join((case.get("plan") or "").split())[:max_chars]
+        lines.append(f"{i}. Q: {case.get('question', '')} Plan: {plan or '(none)'} Outcome: {outcome}")
+    return "\n".join(lines)
+
+
+def past_research_notes(memories: list[dict], *, raw: bool, max_chars: int = 700) -> str:
+    """Memories as Executor context for the rag (raw trajectories) and trace (summaries) baselines."""
+    lines = []
+    for m in memories:
+        verdict = "correct" if m["correct"] else "incorrect"
+        body = m.get("trajectory") if raw else m.get("summary")
+        lines.append(f"- ({verdict}) Q: {m['question']}\n  {(body or m.get('summary') or '')[:max_chars]}")
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""The Planner's prompts: the blueprint, the reflection (a constrained yes/no choice) and the
+supplementary plan. Short on purpose: a small model loses long formats. Every plan is prefilled with
+``1. Search for`` so that it starts as a numbered list with an action."""
+
+from __future__ import annotations
+
+from backend import protocol
+
+PLANNER_SYSTEM = (
+    "You are a research planner. Write a short numbered plan of 2 to 5 atomic steps "
+    "(a search and what it is for, an inference, a cross-check, a synthesis) that an assistant "
+    "with the listed tools can follow to answer the question. Never state facts or the answer."
+)
+PLAN_TURN = "Tools: {tools}\n\n{memories}\n\nQuestion: {question}{image_line}\n\nPlan:"
+IMAGE_LINE = "\nImage: {caption}"
+PLAN_PREFILL = "1. Search for"
+
+REFLECT_SYSTEM = "You check research work."
+REFLECT_TURN = "Question: {question}\nResearch so far:\n{trace}\nAnswer: {answer}{evidence}\n\n{ask}"
+REFLECT_QUESTION = (
+    "Does the research so far support this answer well enough to trust it? "
+    "Say no if evidence is missing or the answer is incomplete. Reply yes or no."
+)
+REFLECT_OPTIONS = ("yes", "no")
+# Asked this way round, a model's leaning towards "yes" keeps a supported answer instead of paying for
+# a second round of research (measured on `train`: asked "is more research needed?", Qwen-1.5B said
+# yes after answers the results stated).
+REPLAN_WHEN = "no"
+SUPPORT_STATED = "\nWhere the results state it (retrieved data): {support}"
+SUPPORT_MISSING = "\nThe retrieved text does not state this answer."
+
+REPLAN_SYSTEM = (
+    "You are a research planner reviewing an assistant's work. Write a short numbered "
+    "supplementary plan (at most 3 steps) that fixes what is missing. Never state the answer."
+)
+REPLAN_TURN = (
+    "Question: {question}\nSteps already done:\n{done}\nFindings:\n{trace}\n"
+    "Current answer: {answer}\n\nSupplementary plan:"
+)
+NOTHING_DONE = "- (nothing)"
+NO_ANSWER = "(none)"
+
+FALLBACK_PLAN_STEP = "Search for the main entities of: {question}"
+FALLBACK_REPLAN_STEP = "Search again with different keywords for: {question}"
+
+
+def plan_messages(question: str, memories_text: str, tools_text: str, caption: str | None = None) -> list[dict]:
+    image_line = IMAGE_LINE.format(caption=caption) if caption else ""
+    return [
+        {"role": "system", "content": PLANNER_SYSTEM},
+        {"role": "user", "content": PLAN_TURN.format(tools=tools_text, memories=memories_text, question=question,
+                                                     image_line=image_line)},
+    ]
+
+
+def reflect_messages(question: str, answer: str, trace_text: str, support: str | None) -> list[dict]:
+    """`support`: the retrieved sentence stating the answer ("" = none does; None = not checked)."""
+    if support is None:
+        evidence = ""
+    elif support:
+        evidence = SUPPORT_STATED.format(support=protocol.neutralise(support))
+    else:
+        evidence = SUPPORT_MISSING
+    return [
+        {"role": "system", "content": REFLECT_SYSTEM},
+        {"role": "user", "content": REFLECT_TURN.format(question=question, trace=trace_text, answer=answer or NO_ANSWER,
+                                                        evidence=evidence, ask=REFLECT_QUESTION)},
+    ]
+
+
+def replan_messages(question: str, answer: str, trace_text: str, steps_done: list[str]) -> list[dict]:
+    done = "\n".join(f"- {s}" for s in steps_done) or NOTHING_DONE
+    return [
+        {"role": "system", "content": REPLAN_SYSTEM},
+        {"role": "user", "content": REPLAN_TURN.format(question=question, done=done, trace=trace_text,
+                                                       answer=answer or NO_ANSWER)},
+    ]

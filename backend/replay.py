@@ -1,0 +1,104 @@
+"""A run rebuilt from its events (live, or loaded from the run log): the one place that reads a
+run's event stream back into facts. The evaluation rows, feedback on a past run, the training
+datasets and the History list all read runs through `replay`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from backend.events import (
+    AnswerReady,
+    Event,
+    MemoriesRetrieved,
+    MemoryStored,
+    PlanReady,
+    ReflectionDecided,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepTaken,
+    VerdictReady,
+)
+from backend.executor import Step
+
+
+@dataclass
+class RunRecord:
+    run_id: str = ""
+    started: RunStarted | None = None
+    memories: MemoriesRetrieved | None = None
+    plans: list[PlanReady] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    answers: list[AnswerReady] = field(default_factory=list)
+    reflections: list[ReflectionDecided] = field(default_factory=list)
+    verdict: VerdictReady | None = None
+    memory_stored: MemoryStored | None = None
+    finished: RunFinished | None = None
+    failure: RunFailed | None = None
+    first_round_answers: int | None = None  # answers given before the first replan (None: no replan)
+
+    @property
+    def question(self) -> str:
+        return self.started.question if self.started else ""
+
+    @property
+    def first_answer(self) -> str:
+        """The answer before any replan (the last one the first round gave)."""
+        first_round = self.answers if self.first_round_answers is None else self.answers[: self.first_round_answers]
+        return first_round[-1].text if first_round else ""
+
+    @property
+    def answer(self) -> str:
+        if self.finished is not None:
+            return self.finished.answer
+        return self.answers[-1].text if self.answers else ""
+
+    @property
+    def last_answer_event(self) -> AnswerReady | None:
+        return self.answers[-1] if self.answers else None
+
+    @property
+    def memories_used(self) -> list[str]:
+        return [m["id"] for m in self.memories.successful + self.memories.failed] if self.memories else []
+
+    @property
+    def first_plan(self) -> PlanReady | None:
+        return next((p for p in self.plans if p.revision == 0), None)
+
+    @property
+    def replanned(self) -> bool:
+        return any(p.revision > 0 for p in self.plans)
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None or self.finished is None
+
+
+def replay(events: Iterable[Event]) -> RunRecord:
+    record = RunRecord()
+    for event in events:
+        record.run_id = record.run_id or event.run_id
+        if isinstance(event, RunStarted):
+            record.started = event
+        elif isinstance(event, MemoriesRetrieved):
+            record.memories = event
+        elif isinstance(event, PlanReady):
+            record.plans.append(event)
+            if event.revision > 0 and record.first_round_answers is None:
+                record.first_round_answers = len(record.answers)
+        elif isinstance(event, StepTaken):
+            record.steps.append(Step(**event.step))
+        elif isinstance(event, AnswerReady):
+            record.answers.append(event)
+        elif isinstance(event, ReflectionDecided):
+            record.reflections.append(event)
+        elif isinstance(event, VerdictReady):
+            record.verdict = event
+        elif isinstance(event, MemoryStored):
+            record.memory_stored = event
+        elif isinstance(event, RunFinished):
+            record.finished = event
+        elif isinstance(event, RunFailed):
+            record.failure = event
+    return record

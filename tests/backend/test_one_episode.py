@@ -1,0 +1,120 @@
+"""The app's run and training's rollout are one episode loop: same prompts, same events."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+
+import pytest
+
+from backend.agent import ResearchAgent, RunRequest
+from backend.episode import EpisodeSettings
+from backend.events import MemoriesRetrieved, MemoryStored, TextDelta, VerdictReady
+from backend.prompts.manager import format_memories
+from backend.runlog import RunLog
+from memory_db import MemoryStore
+from training.episode import Grader, run_episode
+
+QUESTION = 'The band who released the debut album "Tinted Windows" had their first performance in what city?'
+
+
+def call(query: str) -> str:
+    return f'<think>next step</think><tool_call>{json.dumps({"name": "search", "arguments": {"query_list": [query]}})}</tool_call>'
+
+
+def answer(text: str) -> str:
+    return f"<think>enough evidence</think><answer>{text}</answer>"
+
+
+SCRIPT = {  # a wrong first answer, a replan, a right final answer
+    "planner": (["1. Search for the album Tinted Windows\n2. Search for the band's first performance",
+                 "1. Search for the band's first concert city"], ["no"]),
+    "executor": ([call("Tinted Windows album"), answer("Chicago"), call("Tinted Windows first performance"),
+                  answer("Tulsa")], []),
+}
+
+
+def comparable(events) -> list[dict]:
+    """The events both runs share, without ids, times and meters; the verdict by its label."""
+    kept = []
+    for event in events:
+        if isinstance(event, (TextDelta, MemoriesRetrieved, MemoryStored)):
+            continue
+        row = {"type": type(event).__name__, **asdict(event)}
+        for key in ("run_id", "at", "stats", "seconds"):
+            row.pop(key, None)
+        if isinstance(event, VerdictReady):
+            row = {"type": row["type"], "label": row["label"], "ground_truth": row["ground_truth"]}
+        kept.append(row)
+    return kept
+
+
+@pytest.fixture
+def scripted(scripted_model_class):
+    def build():
+        models = {role: scripted_model_class(role, *SCRIPT.get(role, ([], []))) for role in ("planner", "executor", "judge", "manager")}
+        for model in models.values():  # a served model's traits: free-form turns
+            model.traits = replace(model.traits, small=False, guided_turns=False)
+        return models
+    return build
+
+
+def test_the_trainers_rollout_yields_the_apps_events_and_prompts(tmp_path, shared_tools, embedder, scripted):
+    from backend.config import RoleConfig, load_config
+
+    base = load_config(environ={})
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
+                     roles={name: RoleConfig() for name in base.roles})
+    app_models = scripted()
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    try:
+        agent = ResearchAgent(config, models=app_models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        app_events = list(agent.run(RunRequest(question=QUESTION, ground_truth="Tulsa", method="mia")))
+    finally:
+        store.close()
+
+    train_models = scripted()
+    episode = run_episode(
+        question=QUESTION, ground_truth="Tulsa", planner_model=train_models["planner"], executor_model=train_models["executor"],
+        tools=shared_tools, grader=Grader(), settings=EpisodeSettings.from_config(config, train_models["executor"].traits),
+        memory_text=format_memories([], []),
+    )
+
+    assert [type(e).__name__ for e in app_events].count("PlanReady") == 2  # the flow replanned
+    assert comparable(episode.events) == comparable(app_events)
+    for role in ("planner", "executor"):
+        assert train_models[role].prompts == app_models[role].prompts
+    assert (episode.first_answer, episode.answer, episode.replanned) == ("Chicago", "Tulsa", True)
+    assert not episode.correct_first and episode.correct_final
+
+
+def test_a_logged_run_replays_into_the_steps_the_session_recorded(tmp_path, shared_tools, embedder, scripted):
+    from backend.config import RoleConfig, load_config
+    from backend.replay import replay
+
+    base = load_config(environ={})
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
+                     roles={name: RoleConfig() for name in base.roles})
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    try:
+        agent = ResearchAgent(config, models=scripted(), tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        live = list(agent.run(RunRequest(question=QUESTION, ground_truth="Tulsa", method="mia")))
+    finally:
+        store.close()
+    logged = agent.runlog.load("default", live[0].run_id)
+    train_models = scripted()
+    episode = run_episode(
+        question=QUESTION, ground_truth="Tulsa", planner_model=train_models["planner"], executor_model=train_models["executor"],
+        tools=shared_tools, grader=Grader(), settings=EpisodeSettings.from_config(config, train_models["executor"].traits),
+        memory_text=format_memories([], []),
+    )
+    for events in (live, logged):
+        run = replay(events)
+        assert run.steps == episode.steps  # the one step record, rebuilt from the log
+        assert [s.tool for s in run.steps] == ["search", None, "search", None]
+        assert (run.first_answer, run.answer, run.replanned) == ("Chicago", "Tulsa", True)
+        assert run.verdict.label == "correct" and run.memory_stored is not None and not run.failed
+    summary = agent.runlog.list_runs("default")[0]
+    assert (summary.question, summary.answer, summary.verdict) == (QUESTION, "Tulsa", "correct")
