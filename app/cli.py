@@ -9,7 +9,7 @@ import sys
 from typing import Sequence
 
 from backend.config import ConfigError, load_config
-from backend.events import RunFailed, TextDelta
+from backend.events import RunFailed, StepTaken, TextDelta
 from backend.agent import RunRequest
 
 
@@ -77,8 +77,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         for event in runtime.agent.run(request):
             if args.json:
                 print(json_for_terminal(event.to_dict()), flush=True)
-            elif isinstance(event, TextDelta):
-                continue  # the terminal prints each finished step instead
+            elif isinstance(event, (TextDelta, StepTaken)):
+                continue  # the terminal prints each finished step as it happens instead
             else:
                 print(event_to_text(event), flush=True)
             failed = failed or isinstance(event, RunFailed)

@@ -12,9 +12,9 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from backend.events import AnswerReady, MemoriesRetrieved, MemoryStored, RunStarted, VerdictReady
 from backend.feedback_queue import FeedbackItem, FeedbackQueue, QueueWriteError, feedback_queue_for
 from backend.judge import CORRECT, INCORRECT, Judge
+from backend.replay import replay
 from backend.runlog import RunLog
 from memory_db import Memory, MemoryNotFoundError, MemoryStore, UnreadableMemoryError
 
@@ -57,18 +57,9 @@ def _facts_of(runlog: RunLog, namespace: str, run_id: str) -> _RunFacts:
         events = runlog.load(namespace, run_id)
     except (KeyError, ValueError):
         raise FeedbackError(f"Run {run_id!r} is not in your history; reopen the run from History and try again.") from None
-    facts = _RunFacts("", "", "", None, [])
-    for event in events:
-        if isinstance(event, RunStarted):
-            facts.question = event.question
-        elif isinstance(event, AnswerReady):
-            facts.answer = event.text
-        elif isinstance(event, VerdictReady):
-            facts.verdict = event.label
-        elif isinstance(event, MemoryStored):
-            facts.memory_id = event.memory_id
-        elif isinstance(event, MemoriesRetrieved):
-            facts.memories_used = [m["id"] for m in event.successful + event.failed]
+    run = replay(events)
+    facts = _RunFacts(run.question, run.answer, run.verdict.label if run.verdict else "",
+                      run.memory_stored.memory_id if run.memory_stored else None, run.memories_used)
     if not facts.question or not facts.verdict:
         raise FeedbackError("That run did not finish, so there is no answer to give feedback on; run the question again.")
     return facts

@@ -1,7 +1,7 @@
 """Every run's event stream, kept as one JSONL file per run, per namespace.
 
 The history view reopens a past run from here with its full trace; the evaluation harness and the
-training data builders read the same files.
+training data builders read the same files, each through backend.replay.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.events import Event, event_from_dict
+from backend.replay import replay
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -53,11 +54,11 @@ class RunLog:
         path = self._path(namespace, run_id)
         if not path.exists():
             raise KeyError(f"no run {run_id!r} in namespace {namespace!r}")
-        events = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                events.append(event_from_dict(json.loads(line)))
-        return events
+        return self._read(path)
+
+    @staticmethod
+    def _read(path: Path) -> list[Event]:
+        return [event_from_dict(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
     def list_runs(self, namespace: str, limit: int = 50) -> list[RunSummary]:
         folder = self.root / _safe_name(namespace)
@@ -66,17 +67,13 @@ class RunLog:
         files = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)[:limit]
         summaries = []
         for path in files:
-            question, answer, verdict, started = "", "", "", path.stat().st_mtime
-            for line in path.read_text(encoding="utf-8").splitlines():
-                data = json.loads(line)
-                if data["kind"] == "run_started":
-                    question, started = data["question"], data["at"]
-                elif data["kind"] == "answer":
-                    answer = data["text"]
-                elif data["kind"] == "verdict":
-                    verified = event_from_dict(data).verified
-                    verdict = data["label"] if verified else f"{data['label']} (unverified)"
-                elif data["kind"] == "run_failed":
-                    verdict = "failed"
-            summaries.append(RunSummary(path.stem, question, answer, verdict, started))
+            run = replay(self._read(path))
+            if run.failure is not None:
+                verdict = "failed"
+            elif run.verdict is not None:
+                verdict = run.verdict.label if run.verdict.verified else f"{run.verdict.label} (unverified)"
+            else:
+                verdict = ""
+            started = run.started.at if run.started else path.stat().st_mtime
+            summaries.append(RunSummary(path.stem, run.question, run.answer, verdict, started))
         return summaries

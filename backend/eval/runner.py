@@ -30,7 +30,8 @@ from backend.eval.spec import (
     check_or_write_manifest,
     memory_url_for,
 )
-from backend.events import AnswerReady, Event, MemoriesRetrieved, MemoryStored, RunFailed, RunFinished, VerdictReady
+from backend.events import Event
+from backend.replay import replay
 from backend.runlog import RunLog
 from backend.runtime import Runtime, build_runtime
 from memory_db import MemoryStore
@@ -53,25 +54,18 @@ def open_eval_runtime(config: Config, out_dir: Path, *, progress: bool = True) -
 
 def row_from_events(index: int, question: EvalQuestion, method: str, events: list[Event], harness_seconds: float) -> EvalRow:
     """One result row from a run's event stream (a failed run becomes a row with verdict "failed")."""
-    memory_ids: list[str] = []
-    verdict, judge_method, answer, forced, forced_reason = FAILED, "", "", False, ""
-    stats: dict = {}
-    memory_stored = error = None
-    run_id = events[0].run_id if events else ""
-    for event in events:
-        if isinstance(event, MemoriesRetrieved):
-            memory_ids = [m["id"] for m in event.successful + event.failed]
-        elif isinstance(event, AnswerReady):
-            answer, forced, forced_reason = event.text, event.forced, event.reason
-        elif isinstance(event, VerdictReady):
-            verdict, judge_method = event.label, event.method
-        elif isinstance(event, MemoryStored):
-            memory_stored = event.memory_id
-        elif isinstance(event, RunFinished):
-            answer, stats = event.answer, event.stats
-        elif isinstance(event, RunFailed):
-            verdict, error = FAILED, event.message
-    if error is None and not any(isinstance(e, RunFinished) for e in events):
+    run = replay(events)
+    memory_ids = run.memories_used
+    last = run.last_answer_event
+    answer = run.answer
+    forced, forced_reason = (last.forced, last.reason) if last is not None else (False, "")
+    verdict, judge_method = (run.verdict.label, run.verdict.method) if run.verdict is not None else (FAILED, "")
+    stats = run.finished.stats if run.finished is not None else {}
+    memory_stored = run.memory_stored.memory_id if run.memory_stored is not None else None
+    run_id, error = run.run_id, None
+    if run.failure is not None:
+        verdict, error = FAILED, run.failure.message
+    elif run.finished is None:
         verdict, error = FAILED, "the run ended without a RunFinished event"
     calls_by_role = {key.removeprefix("calls_"): int(v) for key, v in stats.items() if key.startswith("calls_")}
     return EvalRow(
