@@ -10,6 +10,7 @@ from training.grpo import completion_logprobs, group_advantages, grpo_update
 from training.policy import PolicyChatModel, TurnSample
 
 
+@pytest.mark.verl
 def test_group_advantages_match_verl_grpo():
     from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 

@@ -66,6 +66,7 @@ def test_cli_reports_bad_config_as_a_sentence(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.verl
 def test_cli_dataset_and_verl_check(tmp_path, capsys):
     out = tmp_path / "stage2.parquet"
     assert main(["dataset", "--stage", "planner", "--hotpotqa", "data/hotpotqa/dev.jsonl", "--limit", "3", "--verl", "--out", str(out)]) == 0
