@@ -131,7 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "dataset":
             print(f"wrote {_build_dataset(args)}")
         elif args.command == "verl-check":
-            from training.verl_recipe.stage_config import load_stage_config
+            try:
+                from training.verl_recipe.stage_config import load_stage_config
+            except ImportError as missing:
+                print(f"error: verl-check needs the training environment ({missing.name} is not installed here); "
+                      "run `make install-train`, then `.venv-train/bin/python -m training verl-check`.", file=sys.stderr)
+                return 2
 
             config = load_stage_config(args.stage, args.overrides)
             rollout = config.actor_rollout_ref.rollout
