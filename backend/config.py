@@ -52,11 +52,6 @@ class RoleConfig:
     timeout_s: float = 120.0
 
     @property
-    def is_embedded(self) -> bool:
-        """Runs the transformers model in this process (the one test-time learning can train in place)."""
-        return self.backend == "embedded"
-
-    @property
     def small_override(self) -> bool | None:
         return None if self.small == "auto" else self.small == "true"
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from backend.config import MemoryConfig
 from backend.events import (
     Event,
     MemoriesRetrieved,
@@ -60,6 +61,7 @@ class EpisodeSettings:
     count_unverified_outcomes: bool = False
     sparse_memory_planner: str = "manager"
     summary_max_words: int = 300
+    memory_scoring: MemoryConfig = MemoryConfig()  # how memories are ranked ([memory]: the paper's weights)
 
     @property
     def supplement_turns(self) -> int:
@@ -85,6 +87,7 @@ class EpisodeSettings:
             count_unverified_outcomes=agent.count_unverified_outcomes,
             sparse_memory_planner=agent.sparse_memory_planner,
             summary_max_words=agent.summary_max_words,
+            memory_scoring=config.memory,
         )
 
 
@@ -166,7 +169,8 @@ class EpisodeLoop:
     def _retrieve(self, episode: EpisodeInput, manager: Manager | None, caption: str | None) -> tuple[list[dict], list[dict]]:
         s = self.settings
         found = manager.retrieve(episode.question, episode.namespace, caption, s.memory_k,
-                                 min_similarity=s.min_memory_similarity, unverified_weight=s.unverified_memory_weight)
+                                 min_similarity=s.min_memory_similarity, unverified_weight=s.unverified_memory_weight,
+                                 scoring=s.memory_scoring)
         return [memory_to_dict(m) for m in found.successful], [memory_to_dict(m) for m in found.failed]
 
     def _first_planner(self, planner: Planner, successful: list[dict], failed: list[dict]) -> Planner:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from backend.answer_match import answer_contains, normalize_answer
+from backend.config import MemoryConfig
 from backend.evidence import closed_options, stating_sentence
 from backend.llm.base import ChatModel
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
@@ -139,18 +140,26 @@ def cap_words(text: str, max_words: int) -> str:
     return text.strip() if len(words) <= max_words else " ".join(words[:max_words])
 
 
+def scoring_weights(scoring: MemoryConfig) -> dict[str, float]:
+    """The [memory] section's ranking weights as the store's search keywords."""
+    return {"similarity_weight": scoring.similarity_weight, "win_rate_weight": scoring.win_rate_weight,
+            "caption_weight": scoring.caption_weight}
+
+
 class Manager:
     def __init__(self, model: ChatModel, store: MemoryStore, *, summary_max_words: int = 300) -> None:
         self.model, self.store = model, store
         self.summary_max_words = summary_max_words
 
     def retrieve(self, question: str, namespace: str, caption: str | None, k: int,
-                 min_similarity: float | None = None, unverified_weight: float = 1.0) -> ContrastiveMemories:
-        """The k best successful and failed memories; a memory no ground truth or person verified has its
-        score multiplied by `unverified_weight` (0: never shown), so the Judge's opinion alone weighs less."""
+                 min_similarity: float | None = None, unverified_weight: float = 1.0,
+                 scoring: MemoryConfig = MemoryConfig()) -> ContrastiveMemories:
+        """The k best successful and failed memories, ranked with `scoring`'s weights (the config's
+        [memory] section); a memory no ground truth or person verified has its score multiplied by
+        `unverified_weight` (0: never shown), so the Judge's opinion alone weighs less."""
         wide = k if unverified_weight >= 1.0 else 4 * k
         found = self.store.search_contrastive(question, namespace=namespace, caption=caption, k=wide,
-                                              min_similarity=min_similarity)
+                                              min_similarity=min_similarity, **scoring_weights(scoring))
         if unverified_weight >= 1.0:
             return found
 

@@ -50,7 +50,7 @@ def make_chat_model(config: Config, role_name: str, *, progress: bool = True) ->
             gguf_file(config, role, progress=progress), threads=role.threads, context_tokens=role.context_tokens,
             slots=role.slots, small=role.small_override, repetition_penalty=role.repetition_penalty,
         )
-    if role.is_embedded:
+    if role.backend == "embedded":
         adapter = resolve_path(config, role.adapter_dir) if role.adapter_dir else None
         return get_embedded_model(embedded_model_dir(config, role, progress=progress), adapter)
     model = OpenAIChatModel(

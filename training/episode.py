@@ -14,14 +14,15 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from backend.config import ExecutorRewardConfig, PlannerRewardConfig
 from backend.episode import EpisodeInput, EpisodeLoop, EpisodeSettings
 from backend.events import TextDelta
 from backend.executor import Step
 from backend.judge import CORRECT, FROM_GROUND_TRUTH, INCORRECT, Judge, Verdict, answer_contains
 from backend.llm.base import ChatModel
 from backend.methods import METHODS
-from backend.tools.base import Tool
-from training.rewards import Reward, planner_format_ok, planner_reward
+from backend.tools.base import Tool, once_per_question_tools
+from training.rewards import Reward, TraceStep, executor_reward, planner_format_ok, planner_reward
 
 JUDGES = ("exact", "model")
 __all__ = ["Episode", "EpisodeSettings", "Grader", "JUDGES", "run_episode"]
@@ -77,13 +78,24 @@ class Episode:
     def tool_calls(self) -> int:
         return sum(1 for step in self.steps if step.tool)
 
-    def planner_reward(self, gold: str | None = None) -> Reward:
+    def executor_reward(self, tools: Mapping[str, Tool],
+                        weights: ExecutorRewardConfig = ExecutorRewardConfig()) -> Reward:
+        """The Executor's reward for this episode with `tools` offered; `weights`: rewards.executor."""
+        return executor_reward(
+            correct=self.correct_final, answer=self.answer, replanned=self.replanned,
+            steps=TraceStep.from_steps(self.steps), plan_step_count=len(self.plan_steps),
+            tool_schemas={name: tool.parameters for name, tool in tools.items()},
+            assistant_texts=self.assistant_texts, once_per_question=once_per_question_tools(tools.values()),
+            weights=weights,
+        )
+
+    def planner_reward(self, gold: str | None = None, weights: PlannerRewardConfig = PlannerRewardConfig()) -> Reward:
         """The Planner's reward for this episode; `gold` (default: the ground truth) is the answer
-        no plan may state ("" when none is known)."""
+        no plan may state ("" when none is known); `weights`: the config's rewards.planner."""
         gold = self.ground_truth if gold is None else gold
         return planner_reward(
             correct_final=self.correct_final, correct_first=self.correct_first, replanned=self.replanned,
-            format_ok=planner_format_ok(self.plans_recovered, self.plan_texts, gold),
+            format_ok=planner_format_ok(self.plans_recovered, self.plan_texts, gold), weights=weights,
         )
 
 

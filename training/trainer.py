@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from backend.config import RewardConfig
 from backend.llm.embedded import EmbeddedChatModel, get_embedded_model, prepare_embedded_model
 from backend.llm.tiny import build_tiny_random_model
 from backend.planner import Planner
@@ -36,7 +37,7 @@ from training.episode import Episode, EpisodeSettings, Grader, run_episode
 from training.grpo import group_advantages, grpo_update
 from training.grpo_config import GRPOSettings, TrainingConfigError
 from training.policy import PolicyChatModel
-from training.rewards import Reward, TraceStep, executor_reward
+from training.rewards import Reward
 
 
 def resolve_model_dir(value: str, cache_dir: Path, settings: GRPOSettings) -> Path:
@@ -55,18 +56,10 @@ def resolve_model_dir(value: str, cache_dir: Path, settings: GRPOSettings) -> Pa
     return path
 
 
-def score_episode(stage: str, episode: Episode, tools: dict[str, Tool]) -> Reward:
+def score_episode(stage: str, episode: Episode, tools: dict[str, Tool], rewards: RewardConfig = RewardConfig()) -> Reward:
     if stage == "executor":
-        return executor_reward(
-            correct=episode.correct_final,
-            answer=episode.answer,
-            replanned=episode.replanned,
-            steps=TraceStep.from_steps(episode.steps),
-            plan_step_count=len(episode.plan_steps),
-            tool_schemas={name: tool.parameters for name, tool in tools.items()},
-            assistant_texts=episode.assistant_texts,
-        )
-    return episode.planner_reward()
+        return episode.executor_reward(tools, rewards.executor)
+    return episode.planner_reward(weights=rewards.planner)
 
 
 @dataclass
@@ -157,7 +150,7 @@ class StageTrainer:
             for j in range(1, rollouts + 1):
                 started = time.perf_counter()
                 episode, _ = self.episode(record, record_turns=True)
-                rewards.append(score_episode(self.stage, episode, self.tools))
+                rewards.append(score_episode(self.stage, episode, self.tools, self.settings.rewards))
                 if on_rollout is not None:
                     on_rollout(i, j, rewards[-1], time.perf_counter() - started)
         return rewards
@@ -178,7 +171,7 @@ class StageTrainer:
             for record in batch:
                 for _ in range(s.rollouts_per_question):
                     episode, samples = self.episode(record, record_turns=True)
-                    reward = score_episode(self.stage, episode, self.tools)
+                    reward = score_episode(self.stage, episode, self.tools, self.settings.rewards)
                     episodes.append(samples)
                     rewards.append(reward)
             advantages = group_advantages([r.total for r in rewards], s.rollouts_per_question)

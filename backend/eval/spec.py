@@ -81,7 +81,7 @@ def role_identity(config: Config) -> dict[str, str]:
     for name, role in sorted(config.roles.items()):
         if role.backend == "llamacpp":
             identity[name] = f"llamacpp:{role.model_file or 'Qwen2.5-Coder-1.5B-Instruct.Q4_K_M'}"
-        elif role.is_embedded:
+        elif role.backend == "embedded":
             adapter = f"+{role.adapter_dir}" if role.adapter_dir else ""
             identity[name] = f"embedded:{role.model_dir or 'SmolLM2-135M-Instruct'}{adapter}"
         else:

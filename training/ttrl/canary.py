@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from backend.config import PlannerRewardConfig
 from backend.eval.datasets import EvalQuestion, load_questions
 from backend.llm.base import ChatModel
 from backend.tools.base import Tool
@@ -28,13 +29,14 @@ def load_canary(path: Path, size: int) -> list[EvalQuestion]:
 
 
 def evaluate_canary(questions: list[EvalQuestion], *, planner_model: ChatModel, executor_model: ChatModel,
-                    tools: Mapping[str, Tool], settings: EpisodeSettings) -> CanaryResult:
+                    tools: Mapping[str, Tool], settings: EpisodeSettings,
+                    weights: PlannerRewardConfig = PlannerRewardConfig()) -> CanaryResult:
     started = time.perf_counter()
     grader = Grader(None)
     rewards, correct = [], 0
     for q in questions:
         episode = run_episode(question=q.question, ground_truth=q.answer, planner_model=planner_model,
                               executor_model=executor_model, tools=tools, grader=grader, settings=settings)
-        rewards.append(episode.planner_reward().total)
+        rewards.append(episode.planner_reward(weights=weights).total)
         correct += episode.correct_final
     return CanaryResult(sum(rewards) / len(rewards), correct, len(questions), time.perf_counter() - started)

@@ -21,12 +21,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
 
-from backend.config import LearningConfig
+from backend.config import LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
 from backend.manager import Manager
@@ -99,8 +99,12 @@ class TestTimeLearner:
         on_promote: Callable[[Version], None] | None = None,
         memory_k: int = 2,
         guided: bool = True,
+        app_settings: EpisodeSettings | None = None,
+        reward_weights: PlannerRewardConfig = PlannerRewardConfig(),
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """`app_settings`: the app's episode settings (its memory retrieval; then `memory_k` and
+        `guided` come from it); a rollout is shorter than a user's run (ttrl.max_turns, max_new_tokens)."""
         self.settings = settings
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -113,12 +117,14 @@ class TestTimeLearner:
         self.canary = load_canary(canary_path, settings.canary_size)
         self.feedback_queue = feedback_queue
         self.on_promote = on_promote
-        self.memory_k = memory_k
         self.versions = VersionStore(self.root)
-        self.episode_settings = EpisodeSettings(
+        self.reward_weights = reward_weights
+        self.episode_settings = replace(
+            app_settings or EpisodeSettings(memory_k=memory_k, guided=guided),
             max_turns=settings.max_turns, executor_max_new_tokens=settings.max_new_tokens,
-            planner_max_new_tokens=settings.max_new_tokens, reflections=1, guided=guided,
+            planner_max_new_tokens=settings.max_new_tokens, reflections=1,
         )
+        self.memory_k = self.episode_settings.memory_k
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -346,12 +352,12 @@ class TestTimeLearner:
         started = time.perf_counter()
         self.activity = f"rolling out {self.settings.rollouts_per_signal} plans for: {signal.question[:80]}"
         policy = self.policy()
-        memory_text, used = memory_context(self.manager, signal, self.memory_k)
+        memory_text, used = memory_context(self.manager, signal, self.episode_settings)
         grader = SignalGrader(signal, self.judge)
         self.budget.spend(self.settings.rollouts_per_signal)
         rollouts = run_rollouts(signal, policy=policy, executor_model=self.executor_model, tools=self.tools,
                                 grader=grader, settings=self.episode_settings, memory_text=memory_text,
-                                n=self.settings.rollouts_per_signal)
+                                n=self.settings.rollouts_per_signal, weights=self.reward_weights)
         version = self.versions.current().name
         stored = consolidate(signal, rollouts, manager=self.manager, memories_used=used, version=version)
         outcome = SignalOutcome(signal, rollouts, used, stored, time.perf_counter() - started)
@@ -371,7 +377,7 @@ class TestTimeLearner:
 
     def _canary(self, model: ChatModel) -> CanaryResult:
         return evaluate_canary(self.canary, planner_model=model, executor_model=self.executor_model, tools=self.tools,
-                               settings=self.episode_settings)
+                               settings=self.episode_settings, weights=self.reward_weights)
 
     def update(self) -> Version | None:
         """One GRPO update on the batch, then the canary decides: promote, or reject and restore.

@@ -17,14 +17,16 @@ from pathlib import Path
 import httpx
 
 from backend.config import REPO_ROOT, Config, ConfigError
+from backend.episode import EpisodeSettings
 from backend.feedback import feedback_queue_for
 from backend.llm.base import ChatModel, LLMError
-from backend.llm.embedded import EmbeddedChatModel, get_embedded_model
-from backend.llm.openai_compat import OpenAIChatModel, ServerRejected
-from backend.manager import Manager
+from backend.llm.embedded import EmbeddedChatModel
 from backend.llm.gguf_import import prepare_embedded_model
 from backend.llm.gguf_lora import write_gguf_adapter
+from backend.llm.openai_compat import OpenAIChatModel, ServerRejected
+from backend.manager import Manager
 from backend.runtime import Runtime, embedded_model_dir, gguf_file, make_chat_model, resolve_path
+from backend.tools.base import offered_tools
 from training.ttrl.learner import TestTimeLearner
 from training.ttrl.versions import Version
 
@@ -44,7 +46,7 @@ def planner_base_dir(config: Config) -> Path:
     if role.backend == "llamacpp":
         return prepare_embedded_model(config.model_cache_dir, gguf_path=gguf_file(config, role, progress=False),
                                       progress=False)
-    if not role.is_embedded:
+    if role.backend == "openai":
         raise ConfigError(
             "ttrl.base_model_dir: the Planner is served, so test-time learning needs the served model's weights "
             "on this machine (a transformers folder) to train its LoRA adapter; set ttrl.base_model_dir or ttrl.enabled = false."
@@ -142,20 +144,14 @@ class ServedAdapterPlanner(OpenAIChatModel):
 def planner_model_for(config: Config, version: Version) -> ChatModel:
     """The chat model the app's Planner should use for `version`."""
     role = config.role("planner")
+    if version.adapter_path is None:  # the base Planner, as the one factory builds it
+        return make_chat_model(config, "planner", progress=False)
     if role.backend == "llamacpp":
         base_model = make_chat_model(config, "planner", progress=False)
-        if version.adapter_path is None:
-            return base_model
         adapter = gguf_adapter_for(version, gguf_file(config, role, progress=False))
         return base_model.with_adapter(adapter, name=f"{base_model.name}+{version.name}")
-    if role.is_embedded:
-        base = planner_base_dir(config)
-        if version.adapter_path is None:
-            return get_embedded_model(base)
-        return EmbeddedChatModel(base, adapter_dir=version.adapter_path)
-    if version.adapter_path is None:
-        return OpenAIChatModel(role.base_url, role.model, api_key=role.api_key or None, timeout_s=role.timeout_s,
-                               supports_images=role.supports_images)
+    if role.backend == "embedded":
+        return EmbeddedChatModel(planner_base_dir(config), adapter_dir=version.adapter_path)
     return ServedAdapterPlanner(role, version)
 
 
@@ -175,12 +171,13 @@ def build_learner(runtime: Runtime) -> TestTimeLearner:
     learner = TestTimeLearner(
         config.ttrl, root=learning_root(config), planner_base_dir=learner_base,
         executor_model=agent.models["executor"], judge_model=agent.models["judge"], manager=manager,
-        tools={n: t for n, t in agent.tools.items() if n != "image_search"},
+        tools=offered_tools(agent.tools, has_image=False),  # signals are text questions
         canary_path=REPO_ROOT / config.ttrl.canary_file if not Path(config.ttrl.canary_file).is_absolute()
         else Path(config.ttrl.canary_file),
         feedback_queue=feedback_queue_for(config.data_dir),
         on_promote=lambda version: swap_planner(runtime, version),
-        memory_k=config.agent.memory_k, guided=config.agent.guided_for(agent.models["executor"].traits),
+        app_settings=EpisodeSettings.from_config(config, agent.models["executor"].traits),
+        reward_weights=config.rewards.planner,
     )
     current = learner.versions.current()
     if current.number:

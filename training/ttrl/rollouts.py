@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from backend.config import PlannerRewardConfig
 from backend.llm.base import ChatModel
 from backend.manager import Manager, memory_to_dict
 from backend.prompts.manager import format_memories
@@ -41,12 +42,13 @@ class SignalOutcome:
         return sum(r.episode.correct_final for r in self.rollouts)
 
 
-def score(episode: Episode, signal: Signal) -> Reward:
-    return episode.planner_reward(signal.answer if signal.kind == "ground_truth" else "")
+def score(episode: Episode, signal: Signal, weights: PlannerRewardConfig = PlannerRewardConfig()) -> Reward:
+    return episode.planner_reward(signal.answer if signal.kind == "ground_truth" else "", weights=weights)
 
 
 def run_rollouts(signal: Signal, *, policy: PolicyChatModel, executor_model: ChatModel, tools: Mapping[str, Tool],
-                 grader, settings: EpisodeSettings, memory_text: str, n: int) -> list[ScoredRollout]:
+                 grader, settings: EpisodeSettings, memory_text: str, n: int,
+                 weights: PlannerRewardConfig = PlannerRewardConfig()) -> list[ScoredRollout]:
     """n sampled episodes with the policy as Planner; each keeps the policy's decisions for GRPO."""
     rollouts = []
     for _ in range(n):
@@ -58,7 +60,7 @@ def run_rollouts(signal: Signal, *, policy: PolicyChatModel, executor_model: Cha
             )
         finally:
             samples = policy.end_episode()
-        rollouts.append(ScoredRollout(episode, samples, score(episode, signal)))
+        rollouts.append(ScoredRollout(episode, samples, score(episode, signal, weights)))
     return rollouts
 
 
@@ -107,9 +109,11 @@ def consolidate(signal: Signal, rollouts: list[ScoredRollout], *, manager: Manag
     return stored
 
 
-def memory_context(manager: Manager, signal: Signal, k: int) -> tuple[str, list[str]]:
-    """The Planner's contrastive memories for the signal's question, as in the app."""
-    found = manager.retrieve(signal.question, signal.namespace, None, k)
+def memory_context(manager: Manager, signal: Signal, settings: EpisodeSettings) -> tuple[str, list[str]]:
+    """The Planner's contrastive memories for the signal's question, retrieved as the app retrieves them."""
+    found = manager.retrieve(signal.question, signal.namespace, None, settings.memory_k,
+                             min_similarity=settings.min_memory_similarity,
+                             unverified_weight=settings.unverified_memory_weight, scoring=settings.memory_scoring)
     successful = [memory_to_dict(m) for m in found.successful]
     failed = [memory_to_dict(m) for m in found.failed]
     return format_memories(successful, failed), [m["id"] for m in successful + failed]

@@ -24,7 +24,6 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from backend.episode import EpisodeSettings
 from backend.tools.search import WikiSearchTool
 from training.episode import Grader, run_episode
-from training.rewards import TraceStep, executor_reward
 from training.verl_recipe.policy_model import VerlPolicyModel
 
 
@@ -56,12 +55,7 @@ class MiaExecutorAgentLoop(AgentLoopBase):
         episode = await self.loop.run_in_executor(None, lambda: run_episode(
             question=question, ground_truth=truth, planner_model=policy, executor_model=policy, tools=tools,
             grader=Grader(), settings=settings, plan_steps=plan_steps))
-        reward = executor_reward(
-            correct=episode.correct_final, answer=episode.answer, replanned=episode.replanned,
-            steps=TraceStep.from_steps(episode.steps), plan_step_count=len(episode.plan_steps),
-            tool_schemas={name: tool.parameters for name, tool in tools.items()},
-            assistant_texts=episode.assistant_texts,
-        )
+        reward = episode.executor_reward(tools)
         return policy.output(rollout.response_length, reward=reward.total, **reward.parts)
 
 
