@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 from backend.config import Config
 from backend.episode import EpisodeInput, EpisodeLoop, EpisodeSettings
@@ -53,14 +53,16 @@ class ResearchAgent:
         self.store = store
         self.runlog = runlog
 
-    def run(self, request: RunRequest) -> Iterator[Event]:
+    def run(self, request: RunRequest, stop_requested: Callable[[], bool] | None = None) -> Iterator[Event]:
+        """The run's events; `stop_requested` (e.g. a Stop button's event.is_set) ends it early with
+        the answer so far, before the next model call."""
         run_id = uuid.uuid4().hex[:12]
-        for event in self._run(request, run_id):
+        for event in self._run(request, run_id, stop_requested):
             if self.runlog is not None and not isinstance(event, TextDelta):
                 self.runlog.append(request.namespace, event)
             yield event
 
-    def _run(self, request: RunRequest, run_id: str) -> Iterator[Event]:
+    def _run(self, request: RunRequest, run_id: str, stop_requested: Callable[[], bool] | None) -> Iterator[Event]:
         cfg = self.config
         try:
             if request.method not in METHODS:
@@ -73,6 +75,7 @@ class ResearchAgent:
         loop = EpisodeLoop(
             models=self.models, tools=self.tools, method=METHODS[request.method],
             settings=EpisodeSettings.from_config(cfg, self.models["executor"].traits), store=self.store, run_id=run_id,
+            stop_requested=stop_requested,
         )
         try:
             yield from loop.run(EpisodeInput(question=question, namespace=request.namespace, image=image,

@@ -15,11 +15,12 @@ canary and the verl agent loops all run this loop; what differs is given to it:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from backend.config import MemoryConfig
 from backend.events import (
+    AnswerReady,
     Event,
     MemoriesRetrieved,
     MemoryStored,
@@ -34,7 +35,7 @@ from backend.judge import Judge
 from backend.llm.base import ChatModel
 from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
-from backend.metering import MeteredModel, RunMeter
+from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
 from backend.prompts.manager import caption_messages
 from backend.tools.base import Tool, offered_tools, tool_names_line
@@ -128,14 +129,16 @@ class EpisodeLoop:
         store=None,
         run_id: str,
         meter: RunMeter | None = None,
+        stop_requested: Callable[[], bool] | None = None,
     ) -> None:
         """`models`: a ChatModel per role (backend.episode.ROLES; the manager's only with a store).
         `judge`: grade(question, answer, gold) and evaluate_without_ground_truth(question, answer,
         passages), both returning a backend.judge.Verdict; None = the app's Judge on the judge role's
-        model (a small one may not call an answer correct that shares no word with the gold one)."""
+        model (a small one may not call an answer correct that shares no word with the gold one).
+        `stop_requested`: polled before every model call; once true the run ends with the answer so far."""
         self.meter = meter or RunMeter()
         self.raw_models = dict(models)
-        self.models = {role: MeteredModel(model, self.meter, role) for role, model in models.items()}
+        self.models = {role: MeteredModel(model, self.meter, role, stop_requested) for role, model in models.items()}
         self.tools, self.method, self.settings, self.store = dict(tools), method, settings, store
         if judge is None:
             judge = Judge(self.models["judge"], require_overlap=self.models["judge"].traits.small)
@@ -184,6 +187,22 @@ class EpisodeLoop:
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, episode: EpisodeInput) -> Iterator[Event]:
+        try:
+            yield from self._run(episode)
+        except StopRequested:
+            yield from self._stopped()
+
+    def _stopped(self) -> Iterator[Event]:
+        """The answer so far, marked stopped; a stopped run is not judged and leaves no memory."""
+        outcome = self.outcome
+        session = outcome.session if outcome is not None else None
+        answer = (session.answer or outcome.first_answer) if session is not None else ""
+        if session is not None and answer:
+            yield AnswerReady(self.run_id, text=answer, forced=True, reason="stopped by the user",
+                              sources=session.sources(answer))
+        yield RunFinished(self.run_id, answer=answer, stats=self.meter.snapshot(), stopped=True)
+
+    def _run(self, episode: EpisodeInput) -> Iterator[Event]:
         s, method, run_id, question = self.settings, self.method, self.run_id, episode.question
         planner = Planner(self.models["planner"], max_new_tokens=s.planner_max_new_tokens)
         manager = (Manager(self.models["manager"], self.store, summary_max_words=s.summary_max_words)

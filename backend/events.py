@@ -161,6 +161,7 @@ class RunFinished(Event):
     kind: ClassVar[str] = "run_finished"
     answer: str
     stats: dict[str, float] = field(default_factory=dict)
+    stopped: bool = False  # the person stopped the run: the answer so far, not judged, nothing stored
 
 
 @dataclass

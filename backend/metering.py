@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from backend.llm.base import ChatModel, Choice, Completion
 
@@ -54,22 +54,34 @@ class RunMeter:
         }
 
 
-class MeteredModel:
-    """A ChatModel that records every call in a RunMeter under a role name."""
+class StopRequested(Exception):
+    """The person who asked stopped the run; raised before the next model call."""
 
-    def __init__(self, model: ChatModel, meter: RunMeter, role: str) -> None:
+
+class MeteredModel:
+    """A ChatModel that records every call in a RunMeter under a role name. With `stop_requested`,
+    a call made after the run was stopped raises StopRequested instead of reaching the model."""
+
+    def __init__(self, model: ChatModel, meter: RunMeter, role: str, stop_requested: Callable[[], bool] | None = None) -> None:
         self.model, self.meter, self.role = model, meter, role
+        self.stop_requested = stop_requested
         self.name = model.name
         self.supports_images = model.supports_images
         self.traits = model.traits
 
+    def _check_stop(self) -> None:
+        if self.stop_requested is not None and self.stop_requested():
+            raise StopRequested
+
     def generate(self, messages: list[dict], **kwargs) -> Completion:
+        self._check_stop()
         completion = self.model.generate(messages, **kwargs)
         self.meter.add_llm(self.role, completion.seconds, completion.prompt_tokens, completion.completion_tokens,
                            completion.cached_tokens)
         return completion
 
     def stream(self, messages: list[dict], **kwargs) -> Iterator[str | Completion]:
+        self._check_stop()
         for item in self.model.stream(messages, **kwargs):
             if isinstance(item, Completion):
                 self.meter.add_llm(self.role, item.seconds, item.prompt_tokens, item.completion_tokens,
@@ -77,6 +89,7 @@ class MeteredModel:
             yield item
 
     def choose(self, messages: list[dict], options: Sequence[str], **kwargs) -> Choice:
+        self._check_stop()
         start = time.perf_counter()
         choice = self.model.choose(messages, options, **kwargs)
         self.meter.add_llm(self.role, time.perf_counter() - start)

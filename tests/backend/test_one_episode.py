@@ -118,3 +118,37 @@ def test_a_logged_run_replays_into_the_steps_the_session_recorded(tmp_path, shar
         assert run.verdict.label == "correct" and run.memory_stored is not None and not run.failed
     summary = agent.runlog.list_runs("default")[0]
     assert (summary.question, summary.answer, summary.verdict) == (QUESTION, "Tulsa", "correct")
+
+
+def test_stop_ends_the_run_with_the_answer_so_far_unjudged_and_unstored(tmp_path, shared_tools, embedder, scripted):
+    import threading
+
+    from backend.config import RoleConfig, load_config
+    from backend.events import AnswerReady, RunFinished
+
+    base = load_config(environ={})
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
+                     roles={name: RoleConfig() for name in base.roles})
+    models = scripted()
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    stop = threading.Event()
+    events = []
+    try:
+        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        for event in agent.run(RunRequest(question=QUESTION, ground_truth="Tulsa", method="mia"), stop_requested=stop.is_set):
+            events.append(event)
+            if isinstance(event, AnswerReady):
+                stop.set()  # the person presses Stop once the first answer shows
+        assert store.count(namespace="default") == 0
+    finally:
+        store.close()
+    kinds = [type(e).__name__ for e in events]
+    assert "ReflectionDecided" not in kinds and "VerdictReady" not in kinds and "MemoryStored" not in kinds
+    stopped = [e for e in events if isinstance(e, AnswerReady)][-1]
+    assert (stopped.text, stopped.forced, stopped.reason) == ("Chicago", True, "stopped by the user")
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.stopped and finished.answer == "Chicago"
+    assert models["planner"].choices  # the reflection's choice was never asked for
+    logged = agent.runlog.load("default", events[0].run_id)
+    assert logged[-1].stopped
