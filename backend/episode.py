@@ -218,7 +218,7 @@ class EpisodeLoop:
             successful, failed = self._retrieve(episode, manager, caption)
             yield MemoriesRetrieved(run_id, successful=successful, failed=failed)
 
-        run_tools = offered_tools(self.tools, has_image=bool(episode.image))
+        run_tools = offered_tools(self.tools, has_image=bool(episode.image), namespace=episode.namespace)
         outcome = EpisodeOutcome(session=None)  # type: ignore[arg-type]
         steps_done: list[str] = []
         if episode.plan_steps is not None:

@@ -48,12 +48,15 @@ class ToolCapabilities:
     turn cannot write this tool's arguments). `needs_image`: offered only with an uploaded image, and
     always called on that image (a path written by the model never reaches the file system).
     `once_per_question`: a second call is refused (and costs the Executor's format reward).
-    `captions_images`: its best result's title can stand in for an image caption."""
+    `captions_images`: its best result's title can stand in for an image caption.
+    `per_namespace`: what it reads depends on whose question it is (e.g. a user's own documents);
+    the tool then has `for_namespace(namespace) -> Tool`, and each run uses its caller's binding."""
 
     query_argument: str | None = None
     needs_image: bool = False
     once_per_question: bool = False
     captions_images: bool = False
+    per_namespace: bool = False
 
     @property
     def guided(self) -> bool:
@@ -184,9 +187,17 @@ class BaseTool:
         )
 
 
-def offered_tools(tools: Mapping[str, Tool], *, has_image: bool) -> dict[str, Tool]:
-    """The tools one question may use: a tool that needs an image only when one came with it."""
-    return {name: tool for name, tool in tools.items() if has_image or not tool.capabilities.needs_image}
+def offered_tools(tools: Mapping[str, Tool], *, has_image: bool, namespace: str | None = None) -> dict[str, Tool]:
+    """The tools one question may use: a tool that needs an image only when one came with it, and a
+    per-namespace tool bound to the caller's namespace (given one)."""
+    offered = {}
+    for name, tool in tools.items():
+        if tool.capabilities.needs_image and not has_image:
+            continue
+        if tool.capabilities.per_namespace and namespace is not None:
+            tool = tool.for_namespace(namespace)
+        offered[name] = tool
+    return offered
 
 
 def once_per_question_tools(tools: Iterable[Tool]) -> frozenset[str]:
