@@ -107,7 +107,7 @@ class EpisodeInput:
 class EpisodeOutcome:
     """What a finished episode leaves for its caller (the events say the same, in order)."""
 
-    session: ExecutorSession
+    session: ExecutorSession | None = None  # None until the Executor starts
     first_answer: str = ""
     answer: str = ""
     replanned: bool = False
@@ -219,7 +219,7 @@ class EpisodeLoop:
             yield MemoriesRetrieved(run_id, successful=successful, failed=failed)
 
         run_tools = offered_tools(self.tools, has_image=bool(episode.image), namespace=episode.namespace)
-        outcome = EpisodeOutcome(session=None)  # type: ignore[arg-type]
+        outcome = self.outcome = EpisodeOutcome()
         steps_done: list[str] = []
         if episode.plan_steps is not None:
             steps_done = list(episode.plan_steps)
@@ -240,7 +240,6 @@ class EpisodeLoop:
             max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
         )
         outcome.session = session
-        self.outcome = outcome
         session.start(question, steps_done, caption, context=method.executor_notes(successful, failed))
         yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
         outcome.first_answer = session.answer
