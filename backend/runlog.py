@@ -61,19 +61,26 @@ class RunLog:
         return [event_from_dict(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
     def list_runs(self, namespace: str, limit: int = 50) -> list[RunSummary]:
+        """The namespace's runs, newest first. A question refused before its run started (empty,
+        too long, a bad image) is logged as a failure alone and is no past run: it is left out."""
         folder = self.root / _safe_name(namespace)
         if not folder.exists():
             return []
-        files = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)[:limit]
+        files = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
         summaries = []
         for path in files:
+            if len(summaries) >= limit:
+                break
             run = replay(self._read(path))
+            if run.started is None:
+                continue
             if run.failure is not None:
                 verdict = "failed"
             elif run.verdict is not None:
                 verdict = run.verdict.label if run.verdict.verified else f"{run.verdict.label} (unverified)"
+            elif run.finished is not None and run.finished.stopped:
+                verdict = "stopped"
             else:
                 verdict = ""
-            started = run.started.at if run.started else path.stat().st_mtime
-            summaries.append(RunSummary(path.stem, run.question, run.answer, verdict, started))
+            summaries.append(RunSummary(path.stem, run.question, run.answer, verdict, run.started.at))
         return summaries

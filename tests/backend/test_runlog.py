@@ -27,3 +27,18 @@ def test_path_traversal_in_names_is_neutralised(tmp_path):
     log.append("../../etc", RunStarted("../x", question="Q", namespace="../../etc"))
     written = list((tmp_path / "runs").rglob("*.jsonl"))
     assert len(written) == 1 and (tmp_path / "runs") in written[0].parents
+
+
+def test_a_question_refused_before_its_run_started_is_no_past_run(tmp_path):
+    from backend.events import RunFailed, RunFinished
+
+    log = RunLog(tmp_path)
+    log.append("alice", RunFailed("bad1", message="The question is empty: type a question to research."))
+    for e in (RunStarted("run1", question="Q?", namespace="alice"), RunFailed("run1", message="model server down")):
+        log.append("alice", e)
+    log.append("alice", RunFailed("bad2", message="The image is not an image that can be read."))
+    for e in (RunStarted("run2", question="Q2?", namespace="alice"), RunFinished("run2", answer="A", stopped=True)):
+        log.append("alice", e)
+    assert {(s.run_id, s.question, s.verdict) for s in log.list_runs("alice")} == {
+        ("run1", "Q?", "failed"), ("run2", "Q2?", "stopped")}
+    assert len(log.list_runs("alice", limit=1)) == 1
