@@ -23,12 +23,12 @@ from .records import (
     ScoredMemory,
     UnreadableMemory,
 )
-from .store import MemoryStore
+from .store import IMPORT_EXISTING, ImportOutcome, MemoryStore
 from .vector_index import IndexSettings
 
 __all__ = [
     "CapacityError", "ContrastiveMemories", "Embedder", "HistoryEntry", "HistoryNotFoundError",
-    "ImportFileError", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
+    "IMPORT_EXISTING", "ImportFileError", "ImportOutcome", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
     "MemoryNotFoundError", "MemoryStore", "MemoryStoreError", "NewMemory", "QUESTION_TYPES",
     "ScoredMemory", "UndoConflictError", "UnreadableMemory", "UnreadableMemoryError", "get_embedder",
 ]

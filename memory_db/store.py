@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -67,8 +67,27 @@ from .vector_index import IndexEntry, IndexSettings, NamespaceIndex
 from .versions import bump_version, read_version
 
 LIST_ORDERS = ("created_at", "updated_at", "win_rate", "usage_count")
+IMPORT_EXISTING = ("refuse", "skip", "replace")  # what an import does with an id the namespace holds
 
 IndexOp = Callable[[], None]
+
+
+@dataclass
+class ImportOutcome:
+    """What an import did: memories added, replaced (same id, the file's version) and skipped
+    (same id, the stored one kept), and history entries added."""
+
+    added: int = 0
+    replaced: int = 0
+    skipped: int = 0
+    history: int = 0
+
+
+def _history_key(entry) -> tuple:
+    """What makes two history entries the same change (an export imported back holds them again)."""
+    created = entry["created_at"]
+    created = to_db_time(created) if created.tzinfo is not None else created
+    return entry["memory_id"], entry["action"], entry["actor"], created
 
 
 def _unindex(index: NamespaceIndex, modality: str, row_id: int) -> None:
@@ -644,47 +663,106 @@ class MemoryStore:
             write_export(fp, namespace, stored(conn), changes(conn))
         return written
 
-    def import_jsonl(self, namespace: str, fp: IO | str | Path, *, actor: str = "import") -> int:
+    def existing_ids(self, namespace: str, ids: list[str]) -> set[str]:
+        """Which of `ids` `namespace` already holds."""
+        check_namespace(namespace)
+        with self._engine.connect() as conn:
+            return self._taken(conn, namespace, ids)
+
+    @staticmethod
+    def _taken(conn: Connection, namespace: str, ids: list[str]) -> set[str]:
+        taken: set[str] = set()
+        for start in range(0, len(ids), 500):
+            taken.update(conn.execute(select(memories.c.id).where(
+                memories.c.namespace == namespace, memories.c.id.in_(ids[start:start + 500]))).scalars())
+        return taken
+
+    def import_jsonl(self, namespace: str, fp: IO | str | Path, *, actor: str = "import",
+                     existing: str = "refuse") -> int:
         """Load an export into `namespace`, all or nothing: every line is validated first and
         any problem raises ImportFileError naming the line, leaving the store unchanged.
-        Returns the number of memories imported."""
+        Returns the number of memories imported (added or replaced); see import_file."""
+        outcome = self.import_file(namespace, fp, actor=actor, existing=existing)
+        return outcome.added + outcome.replaced
+
+    def import_file(self, namespace: str, fp: IO | str | Path, *, actor: str = "import",
+                    existing: str = "refuse") -> ImportOutcome:
+        """import_jsonl, saying what became of each memory. `existing` decides about a memory whose
+        id the namespace already holds (importing one's own export back): "refuse" rejects the
+        whole file naming its line, "skip" keeps the stored memory (and leaves out the file's
+        history of it), "replace" puts the file's version in its place, recorded in the history as
+        an "import" change that undo reverts. History entries the namespace already holds (same
+        memory, action, actor and time) are not added a second time."""
         check_namespace(namespace)
+        if existing not in IMPORT_EXISTING:
+            raise InvalidMemoryError(f"existing must be one of {', '.join(IMPORT_EXISTING)}, got {existing!r}.")
         parsed = read_import_file(fp, namespace)
         if not parsed.memories:
-            return 0
+            return ImportOutcome()
+        ids = [m.id for m in parsed.memories]
+        stored_before = self.existing_ids(namespace, ids) if existing == "skip" else set()
+        wanted = [m for m in parsed.memories if m.id not in stored_before]
         texts: list[str] = []
-        for memory in parsed.memories:
+        for memory in wanted:
             texts.append(memory.question)
             if memory.caption:
                 texts.append(memory.caption)
-        encoded = iter(self.embedder.encode(texts))
-        vectors = [(next(encoded), next(encoded) if m.caption else None) for m in parsed.memories]
+        encoded = iter(self.embedder.encode(texts)) if texts else iter(())
+        vectors = {m.id: (next(encoded), next(encoded) if m.caption else None) for m in wanted}
 
-        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> int:
-            ids = [m.id for m in parsed.memories]
-            taken = set()
-            for start in range(0, len(ids), 500):
-                taken.update(conn.execute(select(memories.c.id).where(
-                    memories.c.namespace == namespace, memories.c.id.in_(ids[start:start + 500]))).scalars())
-            if taken:
-                first = min(parsed.memories.index(m) for m in parsed.memories if m.id in taken)
+        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> ImportOutcome:
+            taken = self._taken(conn, namespace, ids)
+            if taken and existing == "refuse":
+                first = min(i for i, memory_id in enumerate(ids) if memory_id in taken)
                 raise ImportFileError(parsed.line_numbers[first],
                                       f"memory id {ids[first]!r} already exists in namespace {namespace!r}")
-            payload = []
-            for memory, (question_vector, caption_vector) in zip(parsed.memories, vectors):
-                values = row_values(check_memory(memory, namespace))
-                values["question_embedding"] = vector_to_bytes(question_vector)
-                values["caption_embedding"] = vector_to_bytes(caption_vector) if caption_vector is not None else None
-                payload.append(values)
-            row_ids = conn.execute(insert(memories).returning(memories.c.row_id, sort_by_parameter_order=True),
-                                   payload).scalars().all()
-            if parsed.history:
-                conn.execute(insert(memory_history), parsed.history)
-            ops.append(lambda: index_new_rows(index, parsed.memories, row_ids, vectors))
+            skipped = (taken | stored_before) if existing == "skip" else set()
+            fresh = [m for m in parsed.memories if m.id not in taken and m.id not in skipped]
+            outcome = ImportOutcome(skipped=len(skipped))
+            if fresh:
+                payload = []
+                for memory in fresh:
+                    question_vector, caption_vector = vectors[memory.id]
+                    values = row_values(check_memory(memory, namespace))
+                    values["question_embedding"] = vector_to_bytes(question_vector)
+                    values["caption_embedding"] = vector_to_bytes(caption_vector) if caption_vector is not None else None
+                    payload.append(values)
+                row_ids = conn.execute(insert(memories).returning(memories.c.row_id, sort_by_parameter_order=True),
+                                       payload).scalars().all()
+                fresh_vectors = [vectors[m.id] for m in fresh]
+                ops.append(lambda: index_new_rows(index, fresh, row_ids, fresh_vectors))
+                outcome.added = len(fresh)
+            if existing == "replace":
+                for memory in parsed.memories:
+                    if memory.id not in taken:
+                        continue
+                    row = self._row(conn, namespace, memory.id)
+                    before = memory_from_row(row) if row_problem(row) is None else None
+                    self._write_state(conn, index, namespace, row, memory, vectors[memory.id], ops)
+                    self._record_history(conn, memory.id, namespace, "import", before, memory, actor)
+                    outcome.replaced += 1
+            history = [h for h in parsed.history if h["memory_id"] not in skipped]
+            if history:
+                held = self._history_keys(conn, namespace, sorted({h["memory_id"] for h in history}))
+                history = [h for h in history if _history_key(h) not in held]
+                if history:
+                    conn.execute(insert(memory_history), history)
+            outcome.history = len(history)
             self._evict_over_capacity(conn, index, namespace, None, actor, ops)
-            return len(payload)
+            return outcome
 
         return self._commit(namespace, work)
+
+    @staticmethod
+    def _history_keys(conn: Connection, namespace: str, memory_ids: list[str]) -> set[tuple]:
+        keys: set[tuple] = set()
+        columns = (memory_history.c.memory_id, memory_history.c.action, memory_history.c.actor,
+                   memory_history.c.created_at)
+        for start in range(0, len(memory_ids), 500):
+            for row in conn.execute(select(*columns).where(
+                    memory_history.c.namespace == namespace, memory_history.c.memory_id.in_(memory_ids[start:start + 500]))):
+                keys.add(_history_key(row._mapping))
+        return keys
 
     def close(self) -> None:
         with self._lock:

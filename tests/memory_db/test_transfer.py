@@ -139,3 +139,39 @@ def test_a_binary_file_that_is_not_utf8_names_the_line(store):
     with pytest.raises(ImportFileError, match="line 2: the line is not UTF-8"):
         store.import_jsonl("team", io.BytesIO(content))
     assert store.count(namespace="team") == 0
+
+
+def test_importing_ones_own_export_back_can_skip_or_replace_the_memories_it_holds(store):
+    originals = fill(store)
+    own = exported(store)
+    history_before = len(store.history(namespace="team"))
+    with pytest.raises(ImportFileError, match="already exists"):  # the default: nothing changes
+        store.import_jsonl("team", io.StringIO(own))
+
+    skipped = store.import_file("team", io.StringIO(own), existing="skip")
+    assert (skipped.added, skipped.replaced, skipped.skipped, skipped.history) == (0, 0, 2, 0)
+    assert sorted(store.list(namespace="team"), key=lambda m: m.id) == sorted(originals, key=lambda m: m.id)
+    assert len(store.history(namespace="team")) == history_before  # its history is not added twice
+
+    edited = store.edit(originals[0].id, namespace="team", summary="A later summary.")
+    replaced = store.import_file("team", io.StringIO(own), actor="import:carol", existing="replace")
+    assert (replaced.added, replaced.replaced, replaced.skipped, replaced.history) == (0, 2, 0, 0)
+    assert store.get(originals[0].id, namespace="team").summary == originals[0].summary
+    entry = store.history(originals[0].id, namespace="team")[0]
+    assert (entry.action, entry.actor, entry.before["summary"]) == ("import", "import:carol", edited.summary)
+    store.undo(entry.id, namespace="team")  # a replacement is undone like any change
+    assert store.get(originals[0].id, namespace="team").summary == "A later summary."
+    hits = store.search_contrastive("Who composed the Moonlight Sonata?", namespace="team").successful
+    assert [h.memory.id for h in hits] == [originals[0].id]  # still indexed once
+
+
+def test_a_mixed_import_adds_the_new_memories_and_skips_the_stored_ones(store):
+    originals = fill(store)
+    new_id = "0d7e7b8c-7a57-4a37-9a68-6f6a37f1f5d2"
+    content = memory_line(id=originals[1].id) + "\n" + memory_line(id=new_id) + "\n"
+    outcome = store.import_file("team", io.StringIO(content), existing="skip")
+    assert (outcome.added, outcome.skipped) == (1, 1)
+    assert store.get(originals[1].id, namespace="team") == originals[1]
+    assert store.get(new_id, namespace="team").question == json.loads(memory_line())["question"]
+    with pytest.raises(Exception, match="existing must be one of"):
+        store.import_file("team", io.StringIO(content), existing="merge")
