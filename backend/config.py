@@ -152,6 +152,8 @@ class AppConfig:
     host: str = "127.0.0.1"
     port: int = 7860
     max_image_bytes: int = 10_000_000
+    max_document_bytes: int = 50_000_000  # one document file (PDF, DOCX, ...) added to a collection
+    max_namespace_document_bytes: int = 2_000_000_000  # all of one namespace's documents (the shared ones too)
 
 
 @dataclass(frozen=True)
@@ -378,6 +380,9 @@ def _validate(config: Config) -> None:
     _raise_first([
         (0 < app.port < 65536, "app.port", "must be a TCP port (1-65535)"),
         (app.max_image_bytes > 0, "app.max_image_bytes", "must be positive"),
+        (app.max_document_bytes > 0, "app.max_document_bytes", "must be positive"),
+        (app.max_namespace_document_bytes >= app.max_document_bytes, "app.max_namespace_document_bytes",
+         "must be at least app.max_document_bytes"),
     ])
     for name, role in config.roles.items():
         validate_role(f"roles.{name}", role)

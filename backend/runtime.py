@@ -12,6 +12,7 @@ from pathlib import Path
 
 from backend.agent import ResearchAgent
 from backend.config import Config, RoleConfig
+from backend.documents import DocumentLimits, DocumentStore
 from backend.llm.base import ChatModel
 from backend.llm.embedded import get_embedded_model, prepare_embedded_model
 from backend.llm.model_parts import assemble_qwen_gguf
@@ -73,17 +74,28 @@ class Runtime:
     agent: ResearchAgent
     store: MemoryStore
     runlog: RunLog
+    documents: DocumentStore | None = None  # the analysts' own documents, searched beside the wiki
 
     def close(self) -> None:
         self.store.close()
 
 
-def build_runtime(config: Config, *, progress: bool = True, dense_in_background: bool = False) -> Runtime:
+def document_store(config: Config, embedder=None) -> DocumentStore:
+    """The documents of every namespace, under `<data_dir>/documents`, with the app's size limits."""
+    limits = DocumentLimits(max_file_bytes=config.app.max_document_bytes,
+                            max_namespace_bytes=config.app.max_namespace_document_bytes)
+    return DocumentStore(config.data_dir / "documents", embedder=embedder, limits=limits)
+
+
+def build_runtime(config: Config, *, progress: bool = True, dense_in_background: bool = False,
+                  with_documents: bool = True) -> Runtime:
     """`dense_in_background`: the app answers with BM25 while the corpus's dense vectors are first
-    built (the evaluation and `prepare` wait for them, so every question sees the same search)."""
+    built (the evaluation and `prepare` wait for them, so every question sees the same search).
+    `with_documents`: the search tool reads each caller's own documents (and the shared ones) too."""
     config.data_dir.mkdir(parents=True, exist_ok=True)
     models = {role: make_chat_model(config, role, progress=progress) for role in config.roles}
     embedder = get_embedder()
+    documents = document_store(config, embedder) if with_documents else None
     tools = build_tools(
         cache_dir=config.index_cache_dir,
         web_enabled=config.search.web,
@@ -92,8 +104,9 @@ def build_runtime(config: Config, *, progress: bool = True, dense_in_background:
         visit_allow_private=config.search.visit_allow_private,
         image_index_dir=config.data_dir / "images" if (config.data_dir / "images").is_dir() else None,
         dense_in_background=dense_in_background,
+        documents=documents,
     )
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     runlog = RunLog(config.runs_dir)
     agent = ResearchAgent(config, models=models, tools=tools, store=store, runlog=runlog)
-    return Runtime(config=config, agent=agent, store=store, runlog=runlog)
+    return Runtime(config=config, agent=agent, store=store, runlog=runlog, documents=documents)

@@ -40,11 +40,12 @@ log = logging.getLogger(__name__)
 
 
 def open_eval_runtime(config: Config, out_dir: Path, *, progress: bool = True) -> Runtime:
-    """The real models and tools, with the memory database and run logs inside `out_dir`."""
+    """The real models and tools, with the memory database and run logs inside `out_dir`. The search
+    reads the wiki alone: no user's documents, shared ones included, change an evaluation."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = dataclasses.replace(config, memory_url=memory_url_for(out_dir))
-    runtime = build_runtime(config, progress=progress)
+    runtime = build_runtime(config, progress=progress, with_documents=False)
     runlog = RunLog(out_dir / RUNS_FOLDER)
     agent = ResearchAgent(
         config, models=runtime.agent.models, tools=runtime.agent.tools, store=runtime.store, runlog=runlog

@@ -1,6 +1,7 @@
 """Research tools the Executor calls by name with JSON arguments.
 
-`build_tools` assembles the set offered in one session: the local wiki `search` always, `web_search`
+`build_tools` assembles the set offered in one session: the local wiki `search` always (with the
+user's own documents beside the wiki when a document store is given: backend/documents), `web_search`
 and `visit` only when web access is enabled, `image_search` when there are images to search (the
 `mia-demo-images` package, when installed, plus the user's own folder).
 """
@@ -8,6 +9,7 @@ and `visit` only when web access is enabled, `image_search` when there are image
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backend.tools.base import Passage, Tool, ToolError, ToolResult, ToolSetupError, tool_prompt_lines
 from backend.tools.image_index import ImageIndex, demo_images_dir
@@ -16,6 +18,9 @@ from backend.tools.search import WikiSearchTool
 from backend.tools.visit import VisitTool
 from backend.tools.web_search import WebSearchTool
 from backend.tools.wiki_index import Embedder, WikiIndex
+
+if TYPE_CHECKING:
+    from backend.documents.store import DocumentStore
 
 __all__ = ["Passage", "Tool", "ToolError", "ToolResult", "ToolSetupError", "build_tools", "tool_prompt_lines"]
 
@@ -29,10 +34,11 @@ def build_tools(
     visit_allow_private: bool = False,
     image_index_dir: Path | None = None,
     dense_in_background: bool = False,
+    documents: DocumentStore | None = None,
 ) -> dict[str, Tool]:
     index = WikiIndex.load_or_build(Path(cache_dir), progress=progress, embedder=embedder,
                                     dense_in_background=dense_in_background)
-    tools: list[Tool] = [WikiSearchTool(index)]
+    tools: list[Tool] = [WikiSearchTool(index, documents)]
     if web_enabled:
         tools += [WebSearchTool(), VisitTool(allow_private=visit_allow_private)]
     image_folders = [folder for folder in (demo_images_dir(), image_index_dir) if folder is not None]

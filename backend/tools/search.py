@@ -1,23 +1,42 @@
-"""The `search` tool: several queries at once against the local sandbox Wikipedia."""
+"""The `search` tool: several queries at once against the local sandbox Wikipedia and, for a run of a
+namespace with documents of its own (or shared ones), those documents too.
+
+Each run binds the tool to its caller's namespace (`for_namespace`, called by `offered_tools`), so a
+user's documents are searched for that user's questions alone. Per query, the wiki's ranking and
+the documents' ranking are fused by reciprocal rank: the n-th of either list counts the same, and
+between equal ranks the passage that matches the query better (BM25 over the candidates) comes first. A query no document matches gets the wiki's results unchanged,
+and a namespace without documents the very same content as the wiki search alone.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from backend.tools.base import BaseTool, Passage, ToolCapabilities, format_results_by_query, string_list_schema
-from backend.tools.wiki_index import WikiIndex
+from backend.tools.text_ranking import rank_texts
+from backend.tools.wiki_index import RRF_CONSTANT, WikiIndex
+
+if TYPE_CHECKING:
+    from backend.documents.store import DocumentStore
 
 PASSAGES_PER_QUERY = 3
 MAX_QUERIES = 5
 # What the Executor reads per paragraph: on a CPU every prompt token costs (~45 tok/s here); the
 # reader is given whole paragraphs, chosen over the whole run, when it answers.
 TEXT_LIMIT = 400
+WIKI_DESCRIPTION = (
+    "Search the local Wikipedia for each query; returns the top 3 paragraphs per query. "
+    "Use short, specific queries (names, titles, key terms)."
+)
+DOCUMENTS_DESCRIPTION = (
+    "Search the local Wikipedia and the user's own documents for each query; returns the top 3 paragraphs "
+    "per query, each with its source. Use short, specific queries (names, titles, key terms)."
+)
 
 
 class WikiSearchTool(BaseTool):
     name = "search"
-    description = (
-        "Search the local Wikipedia for each query; returns the top 3 paragraphs per query. "
-        "Use short, specific queries (names, titles, key terms)."
-    )
+    description = WIKI_DESCRIPTION
     capabilities = ToolCapabilities(query_argument="query_list")
     parameters = {
         "type": "object",
@@ -25,11 +44,40 @@ class WikiSearchTool(BaseTool):
         "required": ["query_list"],
     }
 
-    def __init__(self, index: WikiIndex) -> None:
+    def __init__(self, index: WikiIndex, documents: DocumentStore | None = None, *, namespace: str | None = None) -> None:
         self.index = index
+        self.documents = documents
+        self.namespace = namespace
+        if documents is not None and namespace is None:
+            self.capabilities = ToolCapabilities(query_argument="query_list", per_namespace=True)
+
+    def for_namespace(self, namespace: str) -> WikiSearchTool:
+        """This search for one caller: the wiki and the documents `namespace` may read."""
+        bound = WikiSearchTool(self.index, self.documents, namespace=namespace)
+        if self.documents is not None and self.documents.has_documents(namespace):
+            bound.description = DOCUMENTS_DESCRIPTION
+        return bound
 
     def run(self, arguments: dict) -> tuple[str, list[Passage]]:
         query_list = [query.strip() for query in arguments["query_list"]]
         results = self.index.search(query_list, k=PASSAGES_PER_QUERY)
+        if self.documents is not None and self.namespace is not None and self.documents.has_documents(self.namespace):
+            found = self.documents.search(self.namespace, query_list, k=PASSAGES_PER_QUERY)
+            results = [fuse_by_rank(query, wiki, [passage for passage, _ in documents], k=PASSAGES_PER_QUERY)
+                       if documents else wiki
+                       for query, wiki, documents in zip(query_list, results, found, strict=True)]
         content = format_results_by_query(query_list, results, text_limit=TEXT_LIMIT)
         return content, [passage for passages in results for passage in passages]
+
+
+def fuse_by_rank(query: str, wiki: list[Passage], documents: list[Passage], *, k: int) -> list[Passage]:
+    """The best `k` of two ranked lists by reciprocal rank (1 / (60 + rank) each); equal ranks are
+    ordered by how well each candidate matches the query on one scale for both sources: BM25 over
+    the candidates themselves (cheap: a handful of texts, no model call)."""
+    candidates = [(passage, rank) for rank, passage in enumerate(wiki, start=1)]
+    candidates += [(passage, rank) for rank, passage in enumerate(documents, start=1)]
+    match = [0.0] * len(candidates)
+    for index, score in rank_texts([f"{p.title}. {p.text}" for p, _ in candidates], query):
+        match[index] = score
+    order = sorted(range(len(candidates)), key=lambda i: (-1.0 / (RRF_CONSTANT + candidates[i][1]), -match[i], i))
+    return [candidates[i][0] for i in order[:k]]
