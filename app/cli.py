@@ -1,4 +1,5 @@
-"""Command line: `python -m app` serves the web UI; `python -m app ask "QUESTION"` researches in the terminal."""
+"""Command line: `python -m app` serves the web UI; `python -m app ask "QUESTION"` researches in the terminal;
+`python -m app index PATH...` adds your own documents to a collection the search reads."""
 
 from __future__ import annotations
 
@@ -41,6 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print events as JSON lines")
 
     sub.add_parser("prepare", help="prepare the models and the search index, then exit")
+
+    index = sub.add_parser("index", help="add your own documents (files or folders) to a collection the search reads")
+    index.add_argument("paths", nargs="*", metavar="PATH",
+                       help="PDF, Markdown, text, HTML or DOCX files, or folders of them (searched recursively)")
+    index.add_argument("--namespace", default="default", help="whose documents they are (default: default)")
+    index.add_argument("--collection", help="the collection to add to (default: the folder's name, or 'documents')")
+    index.add_argument("--shared", action="store_true", help="a shared collection, which every namespace reads")
+    index.add_argument("--reindex", action="store_true",
+                       help="read the collection's files again from their stored copies (e.g. after installing "
+                            "tesseract) instead of adding PATHs")
 
     hasher = sub.add_parser("hash-password", help="print a salted hash for a users.toml password")
     hasher.add_argument("--stdin", action="store_true", help="read the password from standard input (scripts)")
@@ -94,6 +105,45 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     runtime.close()
     print("The models and the search index are ready.")
     return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from backend.documents import DocumentError, ocr_status
+    from backend.runtime import document_store
+    from memory_db import get_embedder
+
+    config = load_config(args.config)
+    paths = [Path(path) for path in args.paths]
+    if not paths and not (args.reindex and args.collection):
+        print("Give the files or folders to add (or --reindex --collection NAME).", file=sys.stderr)
+        return 2
+    collection = args.collection or (paths[0].resolve().name if len(paths) == 1 and paths[0].is_dir() else "documents")
+    print(ocr_status(), flush=True)
+    store = document_store(config, get_embedder())
+    shown = [-1]
+
+    def progress(fraction: float, text: str) -> None:
+        percent = int(fraction * 100)
+        if percent >= shown[0] + 10 or fraction >= 1.0:
+            shown[0] = percent
+            print(f"  {percent:3d}% {text}", file=sys.stderr, flush=True)
+
+    try:
+        if args.reindex:
+            report = store.reindex(args.namespace, collection, shared=args.shared, progress=progress)
+        else:
+            report = store.add_paths(args.namespace, collection, paths, shared=args.shared, progress=progress)
+    except DocumentError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    where = f"shared/{report.collection}" if report.shared else report.collection
+    print(f"Collection {where} (namespace {args.namespace}):")
+    for line in report.lines():
+        print(f"  {line}", file=sys.stderr if line.startswith("FAILED") else sys.stdout)
+    print(f"{len(report.indexed)} added, {len(report.unchanged)} unchanged, {len(report.failed)} failed.")
+    return 1 if report.failed else 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -154,5 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_hash_password(args)
         return cmd_serve(args)
     except ConfigError as exc:
+        if args.command == "index":
+            return cmd_index(args)
         print(f"Configuration error: {exc}", file=sys.stderr)
         return 2
