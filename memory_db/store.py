@@ -1,12 +1,16 @@
 """MemoryStore: the Manager's memory of how questions were answered (MIA non-parametric memory).
 
-Rows live in SQLite or PostgreSQL (SQLAlchemy Core); each namespace's vectors live in an
-in-process index that is updated right after every committed write. All writes of one process
-go through one lock; a per-namespace version counter, bumped by every write transaction, tells
-a process when another one changed the namespace, and its index is then reloaded.
+Rows live in SQLite or PostgreSQL (SQLAlchemy Core). On SQLite (and on a PostgreSQL without the
+pgvector extension) each namespace's vectors live in an in-process index that is updated right
+after every committed write; a per-namespace version counter, bumped by every write transaction,
+tells a process when another one changed the namespace, and its index is then reloaded. On
+PostgreSQL with pgvector the vectors live in the rows' vector columns, which every write keeps
+in its own transaction, and search runs in SQL (memory_db.database_search): no process loads a
+namespace. All writes of one process go through one lock.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -18,6 +22,7 @@ import numpy as np
 from sqlalchemy import Connection, delete, func, insert, select, update
 
 from .database import migrate, open_engine
+from .database_search import DatabaseSearch
 from .embedder import Embedder, get_embedder
 from .errors import (
     CapacityError,
@@ -30,6 +35,7 @@ from .history import history_entry, reverted_state
 from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, eviction_order, is_verified, new_is_better,
                         replaces_exact_duplicate, with_outcome)
 from .loading import index_new_rows, load_namespace
+from .pgvector import enable_vectors, vector_memories, vector_values
 from .records import (
     MODALITIES,
     ContrastiveMemories,
@@ -67,6 +73,7 @@ from .vector_index import IndexEntry, IndexSettings, NamespaceIndex
 from .versions import bump_version, read_version
 
 LIST_ORDERS = ("created_at", "updated_at", "win_rate", "usage_count")
+log = logging.getLogger(__name__)
 IMPORT_EXISTING = ("refuse", "skip", "replace")  # what an import does with an id the namespace holds
 
 IndexOp = Callable[[], None]
@@ -129,6 +136,26 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._indexes: dict[str, NamespaceIndex] = {}
         self._versions: dict[str, int] = {}  # namespace -> version its index reflects
+        self._vectors_in_rows = False  # PostgreSQL with pgvector: every write fills the vector columns
+        self._database_search: DatabaseSearch | None = None  # then, unless told not to: search in SQL
+        if self._engine.dialect.name == "postgresql":
+            self._open_pgvector()
+
+    def _open_pgvector(self) -> None:
+        with self._engine.begin() as conn:
+            support = enable_vectors(conn)  # migration 0005 does this; again here, should pgvector come later
+        if not support.enabled:
+            log.warning(
+                "Memory store on PostgreSQL without pgvector (%s): embeddings stay bytes and each process "
+                "searches its own in-memory copy of a namespace, reloaded whenever another process writes "
+                "to it. For search in the database, create the extension (CREATE EXTENSION vector, as a "
+                "superuser) or run a server that has it: python -m memory_db.pgvector_server DATA_DIR.",
+                support.reason)
+            return
+        self._vectors_in_rows = True
+        if self._index_settings.database_search:
+            self._database_search = DatabaseSearch(support, self._index_settings)
+            log.info("Memory store on PostgreSQL with pgvector %s: search in SQL (HNSW index)", support.version)
 
     # ---- plumbing -------------------------------------------------------------------------
     @property
@@ -144,8 +171,16 @@ class MemoryStore:
         vectors = self.embedder.encode([question] + ([caption] if caption else []))
         return vectors[0], (vectors[1] if caption else None)
 
-    def _commit(self, namespace: str, work: Callable[[Connection, NamespaceIndex, list[IndexOp]], Any]) -> Any:
-        """Run `work` in one write transaction, then apply its index updates."""
+    def _commit(self, namespace: str, work: Callable[[Connection, NamespaceIndex | None, list[IndexOp]], Any]) -> Any:
+        """Run `work` in one write transaction, then apply its index updates (no index, and no
+        updates, when search runs in the database)."""
+        if self._database_search is not None:
+            with self._lock, self._writer() as conn:
+                # first: the counter's row stays locked until commit, so the writers of one namespace
+                # take turns across processes (as SQLite's write lock makes them) and a duplicate
+                # check or an eviction sees every earlier write
+                bump_version(conn, namespace)
+                return work(conn, None, [])
         with self._lock:
             ops: list[IndexOp] = []
             with self._writer() as conn:
@@ -200,46 +235,66 @@ class MemoryStore:
         })
         return int(result.inserted_primary_key[0])
 
-    def _write_state(self, conn: Connection, index: NamespaceIndex, namespace: str, current_row: Any | None,
+    def _write_state(self, conn: Connection, index: NamespaceIndex | None, namespace: str, current_row: Any | None,
                      target: Memory | None, vectors: tuple[np.ndarray, np.ndarray | None] | None,
                      ops: list[IndexOp]) -> int | None:
         """Make the database hold `target` (None: nothing) where `current_row` was; queue the
-        matching index updates. `vectors` are needed when the question or caption changes.
-        Every write of a memory passes here, so every one is checked for `namespace` here."""
+        matching index updates (`index` None: search runs in the database, nothing to queue).
+        `vectors` are needed when the question or caption changes; with pgvector they go into
+        the row's vector columns in the same statement. Every write of a memory passes here, so
+        every one is checked for `namespace` here."""
         if target is not None:
             check_memory(target, namespace)
         if current_row is not None and (target is None or target.modality != current_row.modality):
             conn.execute(delete(memories).where(memories.c.row_id == current_row.row_id))
             old_modality, old_row_id = current_row.modality, current_row.row_id
-            ops.append(lambda: _unindex(index, old_modality, old_row_id))
+            if index is not None:
+                ops.append(lambda: _unindex(index, old_modality, old_row_id))
             current_row = None
         if target is None:
             return None
         values = row_values(target)
         if vectors is not None:
-            values["question_embedding"] = vector_to_bytes(vectors[0])
-            values["caption_embedding"] = vector_to_bytes(vectors[1]) if vectors[1] is not None else None
-        bucket = index.bucket(target.modality)
+            values.update(self._embedding_values(*vectors))
+        rows = vector_memories if self._vectors_in_rows else memories
+        bucket = index.bucket(target.modality) if index is not None else None
         if current_row is None:
             if vectors is None:
                 raise AssertionError("inserting a memory needs its vectors")
-            row_id = int(conn.execute(memories.insert(), values).inserted_primary_key[0])
-            entry = IndexEntry(row_id, vectors[0], vectors[1], target.correct, target.usage_count,
-                               target.success_count, target.question_type)
-            ops.append(lambda: bucket.add(entry))
+            row_id = int(conn.execute(rows.insert(), values).inserted_primary_key[0])
+            if bucket is not None:
+                entry = IndexEntry(row_id, vectors[0], vectors[1], target.correct, target.usage_count,
+                                   target.success_count, target.question_type)
+                ops.append(lambda: bucket.add(entry))
             return row_id
         row_id = current_row.row_id
-        conn.execute(update(memories).where(memories.c.row_id == row_id).values(**values))
-        ops.append(lambda: bucket.update(row_id, correct=target.correct, usage=target.usage_count,
-                                         success=target.success_count, question_type=target.question_type))
-        if vectors is not None:
-            ops.append(lambda: bucket.set_vectors(row_id, vectors[0], vectors[1]))
+        conn.execute(update(rows).where(rows.c.row_id == row_id).values(**values))
+        if bucket is not None:
+            ops.append(lambda: bucket.update(row_id, correct=target.correct, usage=target.usage_count,
+                                             success=target.success_count, question_type=target.question_type))
+            if vectors is not None:
+                ops.append(lambda: bucket.set_vectors(row_id, vectors[0], vectors[1]))
         return row_id
+
+    def _embedding_values(self, question_vector: np.ndarray, caption_vector: np.ndarray | None) -> dict[str, Any]:
+        """A row's embedding columns: the bytes, and with pgvector the vector columns too."""
+        values = {"question_embedding": vector_to_bytes(question_vector),
+                  "caption_embedding": vector_to_bytes(caption_vector) if caption_vector is not None else None}
+        if self._vectors_in_rows:
+            values.update(vector_values(question_vector, caption_vector))
+        return values
+
+    def _nearest(self, conn: Connection, index: NamespaceIndex | None, namespace: str, modality: str,
+                 vectors: tuple[np.ndarray, np.ndarray | None], correct: bool | None) -> tuple[int, float] | None:
+        """The stored memory most similar to `vectors` in the bucket (row id, similarity), or None."""
+        if index is None:
+            return self._database_search.nearest(conn, namespace, modality, *vectors, correct=correct)
+        return index.bucket(modality).nearest(*vectors, correct=correct)
 
     def _capacity_for(self, namespace: str) -> int | None:
         return self._namespace_capacity.get(namespace, self._capacity)
 
-    def _evict_over_capacity(self, conn: Connection, index: NamespaceIndex, namespace: str,
+    def _evict_over_capacity(self, conn: Connection, index: NamespaceIndex | None, namespace: str,
                              keep_row_id: int | None, actor: str, ops: list[IndexOp]) -> None:
         capacity = self._capacity_for(namespace)
         if capacity is None:
@@ -274,7 +329,7 @@ class MemoryStore:
         vectors = self._encode(new.question, new.caption)
         modality = modality_for(new.caption)
 
-        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> Memory:
+        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> Memory:
             now = utc_now()
             fresh = Memory(
                 id=str(uuid.uuid4()), namespace=new.namespace, question=new.question, caption=new.caption,
@@ -282,7 +337,8 @@ class MemoryStore:
                 modality=modality, usage_count=1, success_count=1, win_rate=1.0, pinned=False,
                 provenance=dict(new.provenance), created_at=now, updated_at=now,
             )
-            nearest = index.bucket(modality).nearest(*vectors, correct=new.correct if keep_contrast else None)
+            nearest = self._nearest(conn, index, new.namespace, modality, vectors,
+                                    new.correct if keep_contrast else None)
             duplicate_floor = min(EXACT_DUPLICATE_SIMILARITY, self._merge_threshold or 1.0)
             existing_row = None
             if nearest is not None and nearest[1] >= duplicate_floor:
@@ -358,18 +414,23 @@ class MemoryStore:
             raise InvalidMemoryError(f"Modality {modality!r} is unknown; use one of: {', '.join(MODALITIES)}.")
         if not isinstance(k, int) or not isinstance(offset, int) or k < 0 or offset < 0:
             raise InvalidMemoryError(f"k and offset must be non-negative integers, got k={k!r}, offset={offset!r}.")
+        question_vector = np.asarray(question_vector, np.float32)
+        caption_vector = None if caption_vector is None else np.asarray(caption_vector, np.float32)
+        weights = {"similarity_weight": similarity_weight, "win_rate_weight": win_rate_weight,
+                   "caption_weight": caption_weight}
         with self._engine.connect() as conn:
-            with self._lock:
-                bucket = self._namespace_index(namespace, conn).buckets.get(modality)
-                if bucket is None:
-                    return ContrastiveMemories([], [])
-                successful, failed = bucket.search(
-                    np.asarray(question_vector, np.float32),
-                    None if caption_vector is None else np.asarray(caption_vector, np.float32),
-                    k=k, offset=offset, question_type=question_type, min_similarity=min_similarity,
-                    similarity_weight=similarity_weight, win_rate_weight=win_rate_weight,
-                    caption_weight=caption_weight,
-                )
+            if self._database_search is not None:
+                successful, failed = self._database_search.search(
+                    conn, namespace, modality, question_vector, caption_vector, k=k, offset=offset,
+                    question_type=question_type, min_similarity=min_similarity, **weights)
+            else:
+                with self._lock:
+                    bucket = self._namespace_index(namespace, conn).buckets.get(modality)
+                    if bucket is None:
+                        return ContrastiveMemories([], [])
+                    successful, failed = bucket.search(
+                        question_vector, caption_vector, k=k, offset=offset, question_type=question_type,
+                        min_similarity=min_similarity, **weights)
             by_row = self._memories_by_row_id(conn, namespace, [r.row_id for r in successful + failed])
         def scored(ranked):
             return [ScoredMemory(by_row[r.row_id], r.similarity, r.score) for r in ranked if r.row_id in by_row]
@@ -397,7 +458,7 @@ class MemoryStore:
         self._commit(namespace, lambda conn, index, ops: self._count_outcome(
             conn, index, ops, namespace, wanted, correct, missing_ok))
 
-    def _count_outcome(self, conn: Connection, index: NamespaceIndex, ops: list[IndexOp], namespace: str,
+    def _count_outcome(self, conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp], namespace: str,
                        wanted: list[str], correct: bool, missing_ok: bool) -> None:
         rows = conn.execute(
             select(memories.c.row_id, memories.c.id, memories.c.modality, memories.c.usage_count,
@@ -414,7 +475,7 @@ class MemoryStore:
             usage_count=memories.c.usage_count + 1,
             success_count=memories.c.success_count + (1 if correct else 0),
         ))
-        for row in rows:
+        for row in rows if index is not None else ():
             bucket = index.bucket(row.modality)
             usage, success = row.usage_count + 1, row.success_count + (1 if correct else 0)
             ops.append(lambda b=bucket, r=row.row_id, u=usage, s=success: b.update(r, usage=u, success=s))
@@ -433,7 +494,7 @@ class MemoryStore:
         if key in self.recorded_verdicts([key], namespace=namespace):
             return False  # checked before the write transaction too: a replay leaves other processes' indexes alone
 
-        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> bool:
+        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> bool:
             already = conn.execute(select(recorded_verdicts.c.key).where(
                 recorded_verdicts.c.namespace == namespace, recorded_verdicts.c.key == key)).first()
             if already is not None:
@@ -533,7 +594,7 @@ class MemoryStore:
                 mutate: Callable[[Memory], Memory | None]) -> Memory | None:
         check_namespace(namespace)
 
-        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> Memory | None:
+        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> Memory | None:
             row = self._row(conn, namespace, memory_id)
             if row is None:
                 raise MemoryNotFoundError(memory_id, namespace)
@@ -606,7 +667,7 @@ class MemoryStore:
         entry = history_entry(row)
         before, after = (self._snapshot(entry, side, namespace) for side in ("before", "after"))
 
-        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> Memory | None:
+        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> Memory | None:
             current_row = self._row(conn, namespace, entry.memory_id)
             current = memory_from_row(current_row) if current_row is not None else None
             target = reverted_state(entry, before, after, current)
@@ -710,7 +771,7 @@ class MemoryStore:
         encoded = iter(self.embedder.encode(texts)) if texts else iter(())
         vectors = {m.id: (next(encoded), next(encoded) if m.caption else None) for m in wanted}
 
-        def work(conn: Connection, index: NamespaceIndex, ops: list[IndexOp]) -> ImportOutcome:
+        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> ImportOutcome:
             taken = self._taken(conn, namespace, ids)
             if taken and existing == "refuse":
                 first = min(i for i, memory_id in enumerate(ids) if memory_id in taken)
@@ -724,13 +785,14 @@ class MemoryStore:
                 for memory in fresh:
                     question_vector, caption_vector = vectors[memory.id]
                     values = row_values(check_memory(memory, namespace))
-                    values["question_embedding"] = vector_to_bytes(question_vector)
-                    values["caption_embedding"] = vector_to_bytes(caption_vector) if caption_vector is not None else None
+                    values.update(self._embedding_values(question_vector, caption_vector))
                     payload.append(values)
-                row_ids = conn.execute(insert(memories).returning(memories.c.row_id, sort_by_parameter_order=True),
+                rows = vector_memories if self._vectors_in_rows else memories
+                row_ids = conn.execute(insert(rows).returning(rows.c.row_id, sort_by_parameter_order=True),
                                        payload).scalars().all()
                 fresh_vectors = [vectors[m.id] for m in fresh]
-                ops.append(lambda: index_new_rows(index, fresh, row_ids, fresh_vectors))
+                if index is not None:
+                    ops.append(lambda: index_new_rows(index, fresh, row_ids, fresh_vectors))
                 outcome.added = len(fresh)
             if existing == "replace":
                 for memory in parsed.memories:

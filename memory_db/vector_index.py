@@ -45,6 +45,11 @@ class IndexSettings:
     # similarity, so fairly many lists are needed (recall@4 vs exact: 16 -> 0.92, 32 -> 0.96 at 100k)
     n_probe: int = 32
     candidates: int = 512  # ANN candidates rescored per query (grown when labels are scarce)
+    # PostgreSQL with pgvector (memory_db.database_search): search in SQL with the HNSW index
+    # instead of loading each namespace into this process (False: in process, as on SQLite)
+    database_search: bool = True
+    # there, a bucket the HNSW candidates do not cover and smaller than this is scored exactly in SQL
+    exact_limit: int = 10_000
 
 
 class BucketIndex:
