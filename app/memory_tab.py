@@ -1,13 +1,14 @@
-"""The memory view: search and filter, a sortable table, a detail panel to curate one memory,
-its history with undo, where it was used, and export / import with a preview."""
+"""The memory view: search and filter, a sortable table, a detail panel to curate one memory (delete
+asks first), its history with undo of the change clicked, where it was used, and export / import with
+a preview that says which memories are already here and lets Import skip or replace them."""
 
 from __future__ import annotations
 
 import gradio as gr
 
 from app.memory_view import (
-    COLUMNS, LABELS, SORTS, MemoryFilter, detail_markdown, find_memories, history_rows, import_preview,
-    runs_using, table_rows, unreadable_note,
+    ALREADY_HERE, COLUMNS, EXISTING_CHOICES, IMPORT_PREVIEW_COLUMNS, LABELS, SORTS, MemoryFilter, detail_markdown,
+    find_memories, history_rows, import_message, import_preview, runs_using, table_rows, undo_line, unreadable_note,
 )
 from app.render import esc
 from app.session import AppContext, ReadOnlyModeError
@@ -61,12 +62,18 @@ def build_memory_tab(ctx: AppContext):
             mark_bad = gr.Button("Relabel: failed", elem_id="memory-relabel-bad")
             pin = gr.Button("Pin / unpin", elem_id="memory-pin")
             delete = gr.Button("Delete", variant="stop", elem_id="memory-delete")
+        with gr.Row(visible=False, elem_id="delete-confirm") as confirm_row:
+            confirm_text = gr.Markdown(elem_id="delete-confirm-text")
+            confirm_delete = gr.Button("Yes, delete it", variant="stop", elem_id="memory-delete-yes", size="sm")
+            cancel_delete = gr.Button("Cancel", elem_id="memory-delete-cancel", size="sm")
         action_result = gr.Markdown(elem_id="memory-action-result")
-        history = gr.Dataframe(headers=HISTORY_COLUMNS, interactive=False, label="History (newest first)",
+        history = gr.Dataframe(headers=HISTORY_COLUMNS, interactive=False,
+                               label="History (newest first): click a change to select it for undo",
                                elem_id="memory-history", max_height=240)
+        undo_id = gr.State(None)
         with gr.Row():
-            undo_id = gr.Number(label="History id to undo", precision=0, elem_id="undo-id")
-            undo = gr.Button("Undo that change", elem_id="memory-undo")
+            undo_choice = gr.Markdown(elem_id="undo-selected")
+            undo = gr.Button("Undo the selected change", elem_id="memory-undo", scale=0)
         used = gr.Dataframe(headers=USED_COLUMNS, interactive=False, label="Runs that used this memory",
                             elem_id="memory-used", max_height=200)
 
@@ -77,13 +84,15 @@ def build_memory_tab(ctx: AppContext):
         import_file = gr.File(label="Import file (.jsonl)", file_types=[".jsonl", ".json"], type="filepath",
                               elem_id="import-file")
         preview_text = gr.Markdown(elem_id="import-preview-text")
-        preview = gr.Dataframe(headers=["id", "question", "label", "type", "uses"], interactive=False,
+        preview = gr.Dataframe(headers=IMPORT_PREVIEW_COLUMNS, interactive=False,
                                label="Preview", elem_id="import-preview", max_height=240)
+        existing_choice = gr.Radio(list(EXISTING_CHOICES), value=next(iter(EXISTING_CHOICES)), visible=False,
+                                   label="Memories already in this namespace (same id)", elem_id="import-existing")
         do_import = gr.Button("Import", elem_id="memory-import")
         import_result = gr.Markdown(elem_id="import-result")
 
     filters = [namespace, query, semantic, label, modality, qtype, pinned, sort]
-    detail_outputs = [selected, detail, summary, plan, history, used, undo_id]
+    detail_outputs = [selected, detail, summary, plan, history, used, undo_id, undo_choice]
 
     def list_memories(ns, q, sem, lab, mod, qt, pin_only, order, request: gr.Request):
         space = ctx.visible_namespace(request, ns)
@@ -105,21 +114,41 @@ def build_memory_tab(ctx: AppContext):
         except MemoryNotFoundError as exc:
             entries = ctx.runtime.store.history(wanted, namespace=space) if wanted else []
             if not entries:
-                return "", _problem(exc), "", "", [], [], None
+                return "", _problem(exc), "", "", [], [], None, ""
             note = f"Memory `{esc(wanted)}` is deleted; undo the deletion from its history below."
-            return wanted, note, "", "", history_rows(entries), [], entries[0].id
+            return wanted, note, "", "", history_rows(entries), [], entries[0].id, undo_line(entries[0])
         except UnreadableMemoryError as exc:  # selected all the same, so that Delete can remove it
             entries = ctx.runtime.store.history(wanted, namespace=space)
-            return wanted, _problem(exc), "", "", history_rows(entries), [], None
+            return wanted, _problem(exc), "", "", history_rows(entries), [], None, ""
         except KNOWN_ERRORS as exc:
-            return "", _problem(exc), "", "", [], [], None
+            return "", _problem(exc), "", "", [], [], None, ""
         entries = ctx.runtime.store.history(m.id, namespace=space)
         usage = runs_using(ctx.runtime.store, ctx.runtime.runlog, space, m.id)
-        newest = entries[0].id if entries else None
-        return m.id, detail_markdown(m), m.summary, m.plan, history_rows(entries), usage, newest
+        newest = entries[0] if entries else None
+        return (m.id, detail_markdown(m), m.summary, m.plan, history_rows(entries), usage,
+                newest.id if newest else None, undo_line(newest))
 
     def pick_row(evt: gr.SelectData) -> str:
         return str(evt.row_value[0]) if evt.row_value else ""
+
+    def pick_change(ns, current: str, evt: gr.SelectData, request: gr.Request):
+        """A click on a history row selects that change for undo."""
+        try:
+            wanted = int(evt.row_value[0]) if evt.row_value else None
+        except (TypeError, ValueError):
+            wanted = None
+        entries = ctx.runtime.store.history(current, namespace=ctx.visible_namespace(request, ns)) if current else []
+        entry = next((e for e in entries if e.id == wanted), None)
+        return (entry.id, undo_line(entry)) if entry is not None else (gr.update(), gr.update())
+
+    def ask_delete(current: str):
+        """Delete asks first: it names the memory; a second button deletes."""
+        if not current:
+            return gr.Row(visible=False), "", "Open a memory first."
+        if ctx.read_only:
+            return gr.Row(visible=False), "", _problem(ReadOnlyModeError())
+        return (gr.Row(visible=True), f"Delete memory `{esc(current[:8])}`? Its history stays, so undo can bring it back.",
+                "")
 
     def change(action):
         def handler(ns, current: str, new_summary: str, new_plan: str, history_id, request: gr.Request) -> str:
@@ -155,7 +184,7 @@ def build_memory_tab(ctx: AppContext):
 
     def do_undo(store, mid, space, actor, _s, _p, history_id):
         if history_id is None:
-            return "Choose the history id of the change to undo."
+            return "Click the change to undo in the history first."
         restored = store.undo(int(history_id), namespace=space, actor=actor)
         return f"Undid change {int(history_id)}" + (f"; `{restored.id[:8]}` restored." if restored else "; the memory is gone again.")
 
@@ -168,22 +197,24 @@ def build_memory_tab(ctx: AppContext):
 
     def preview_import(ns, path: str | None, request: gr.Request):
         if not path:
-            return "", []
+            return "", [], gr.Radio(visible=False)
         try:
-            return import_preview(path, ctx.visible_namespace(request, ns))
+            text, rows = import_preview(path, ctx.visible_namespace(request, ns), ctx.runtime.store)
         except KNOWN_ERRORS as exc:
-            return _problem(exc) + " Nothing was imported.", []
+            return _problem(exc) + " Nothing was imported.", [], gr.Radio(visible=False)
+        return text, rows, gr.Radio(visible=any(row[-1] == ALREADY_HERE for row in rows))
 
-    def apply_import(ns, path: str | None, request: gr.Request) -> str:
+    def apply_import(ns, path: str | None, choice: str, request: gr.Request) -> str:
         if not path:
             return "Choose an export file first."
         space = ctx.visible_namespace(request, ns)
         try:
             ctx.require_writable()
-            count_imported = ctx.runtime.store.import_jsonl(space, path, actor=f"import:{ctx.user_of(request)}")
+            outcome = ctx.runtime.store.import_file(space, path, actor=f"import:{ctx.user_of(request)}",
+                                                    existing=EXISTING_CHOICES.get(choice, "skip"))
         except KNOWN_ERRORS as exc:
             return _problem(exc) + " Nothing was imported."
-        return f"Imported {count_imported} memories into `{esc(space)}`."
+        return import_message(outcome, space)
 
     def on_load(request: gr.Request):
         admin = ctx.users is not None and ctx.is_admin(request)
@@ -201,11 +232,15 @@ def build_memory_tab(ctx: AppContext):
     open_button.click(open_memory, [namespace, memory_id], detail_outputs)
     edit_inputs = [namespace, selected, summary, plan, undo_id]
     for button, action in ((save, do_save), (mark_good, do_relabel(True)), (mark_bad, do_relabel(False)),
-                           (pin, do_pin), (delete, do_delete), (undo, do_undo)):
+                           (pin, do_pin), (confirm_delete, do_delete), (undo, do_undo)):
         (button.click(change(action), edit_inputs, [action_result])
          .then(open_memory, [namespace, selected], detail_outputs)
          .then(list_memories, filters, [count, table]))
+    delete.click(ask_delete, [selected], [confirm_row, confirm_text, action_result])
+    confirm_delete.click(lambda: gr.Row(visible=False), None, [confirm_row])
+    cancel_delete.click(lambda: (gr.Row(visible=False), "Nothing was deleted."), None, [confirm_row, action_result])
+    history.select(pick_change, [namespace, selected], [undo_id, undo_choice])
     export.click(export_namespace, [namespace], [export_file, import_result])
-    import_file.change(preview_import, [namespace, import_file], [preview_text, preview])
-    do_import.click(apply_import, [namespace, import_file], [import_result]).then(list_memories, filters, [count, table])
+    import_file.change(preview_import, [namespace, import_file], [preview_text, preview, existing_choice])
+    do_import.click(apply_import, [namespace, import_file, existing_choice], [import_result]).then(list_memories, filters, [count, table])
     return on_load, [namespace, count, table, memory_id, *detail_outputs]

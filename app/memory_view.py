@@ -132,6 +132,14 @@ def history_rows(entries: list[HistoryEntry]) -> list[list]:
     return rows
 
 
+def undo_line(entry: HistoryEntry | None) -> str:
+    """Which change Undo reverts now, in a line."""
+    if entry is None:
+        return "No change to undo."
+    when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S")
+    return f"Selected for undo: change {entry.id} ({esc(entry.action)} by {esc(entry.actor)}, {when})."
+
+
 def runs_using(store: MemoryStore, runlog: RunLog, namespace: str, memory_id: str, max_runs: int = 200) -> list[list]:
     """Where this memory was used: later memories whose provenance lists it, and logged runs that
     retrieved it. Rows: run id, question, how it is known."""
@@ -150,11 +158,38 @@ def runs_using(store: MemoryStore, runlog: RunLog, namespace: str, memory_id: st
     return list(rows.values())
 
 
-def import_preview(path: str, namespace: str) -> tuple[str, list[list]]:
-    """Parse and validate an export without importing; raises memory_db.ImportFileError on a bad line."""
+IMPORT_PREVIEW_COLUMNS = ["id", "question", "label", "type", "uses", "in this namespace"]
+ALREADY_HERE = "already here (same id)"
+EXISTING_CHOICES = {"Skip them (keep the stored memories)": "skip",
+                    "Replace them with the file's version (undoable)": "replace"}
+
+
+def import_preview(path: str, namespace: str, store: MemoryStore | None = None) -> tuple[str, list[list]]:
+    """Parse and validate an export without importing; raises memory_db.ImportFileError on a bad line.
+    With `store`, says which memories the namespace already holds (an export imported back) and
+    that Import will skip or replace them, as chosen."""
     parsed = read_import_file(path, namespace)
-    rows = [[m.id, m.question, "successful" if m.correct else "failed", m.question_type, m.usage_count]
-            for m in parsed.memories]
-    summary = (f"{len(parsed.memories)} memories and {len(parsed.history)} history entries will be imported "
-               f"into namespace `{esc(namespace)}`. Press Import to apply.")
+    held = store.existing_ids(namespace, [m.id for m in parsed.memories]) if store is not None else set()
+    rows = [[m.id, m.question, "successful" if m.correct else "failed", m.question_type, m.usage_count,
+             ALREADY_HERE if m.id in held else "new"] for m in parsed.memories]
+    summary = (f"{len(parsed.memories)} memories and {len(parsed.history)} history entries in this file, for "
+               f"namespace `{esc(namespace)}`.")
+    if held:
+        fresh = len(parsed.memories) - len(held)
+        summary += (f" {len(held)} of them {'is' if len(held) == 1 else 'are'} already here (same id) and "
+                    f"{fresh} {'is' if fresh == 1 else 'are'} new: choose below whether Import skips or replaces "
+                    "the ones already here; history entries already here are not added twice.")
+    summary += " Press Import to apply."
     return summary, rows
+
+
+def import_message(outcome, namespace: str) -> str:
+    """What an import did, in a sentence (memory_db.ImportOutcome)."""
+    parts = [f"Imported {outcome.added + outcome.replaced} memories into `{esc(namespace)}`"]
+    details = [f"{outcome.added} new"]
+    if outcome.replaced:
+        details.append(f"{outcome.replaced} replaced (undo each from its history)")
+    if outcome.skipped:
+        details.append(f"{outcome.skipped} skipped: already here")
+    details.append(f"{outcome.history} history entries added")
+    return parts[0] + ": " + ", ".join(details) + "."

@@ -18,7 +18,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from backend import protocol
 from backend.config import MemoryConfig
+from backend.documents.ocr import read_image_text
 from backend.events import (
     AnswerReady,
     Event,
@@ -37,7 +39,7 @@ from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
-from backend.prompts.manager import caption_messages
+from backend.prompts.manager import caption_messages, caption_with_ocr
 from backend.tools.base import Tool, offered_tools, tool_names_line
 
 ROLES = ("planner", "executor", "manager", "judge")
@@ -148,8 +150,21 @@ class EpisodeLoop:
 
     # -- steps of the episode -----------------------------------------------------------------
     def _caption(self, episode: EpisodeInput) -> tuple[str | None, str | None]:
-        """The image's caption and where it came from: the user, a vision model, else the best match
-        of a tool that captions images."""
+        """The image's caption and where it came from, with any text the image shows read by OCR
+        (source "...+ocr"; nothing when tesseract is not installed)."""
+        caption, source = self._describe(episode)
+        if not episode.image:
+            return caption, source
+        start = time.perf_counter()
+        text = read_image_text(episode.image)
+        self.meter.add_tool(time.perf_counter() - start)
+        if not text:
+            return caption, source
+        return caption_with_ocr(caption, protocol.neutralise(text)), f"{source}+ocr" if source else "ocr"
+
+    def _describe(self, episode: EpisodeInput) -> tuple[str | None, str | None]:
+        """The image's caption: the user's, a vision model's, else the best match of a tool that
+        captions images."""
         if episode.caption:
             return episode.caption.strip(), "user"
         if not episode.image:

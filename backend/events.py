@@ -28,7 +28,7 @@ class RunStarted(Event):
     namespace: str
     image: str | None = None
     caption: str | None = None
-    caption_source: str | None = None  # "user" | "image-search" | "vision-model" | None
+    caption_source: str | None = None  # "user" | "image-search" | "vision-model" | None, "+ocr" when OCR read text
     ground_truth: str | None = None
 
 

@@ -7,6 +7,15 @@ CLASSIFY_SYSTEM = "You classify questions by what they ask for."
 CLASSIFY_TURN = "Question: {question}\nWhich type is it? Options: {types}."
 
 CAPTION_TURN = "Describe this image in one short sentence."
+# Text read from the question's image joins its caption, labelled as OCR (data, as retrieved text is).
+OCR_CAPTION = "{caption} (text in the image, by OCR: {text})"
+OCR_ONLY_CAPTION = "Text in the image, by OCR: {text}"
+OCR_MAX_CHARS = 400
+
+
+def caption_with_ocr(caption: str | None, text: str) -> str:
+    text = " ".join(text.split())[:OCR_MAX_CHARS]
+    return OCR_CAPTION.format(caption=caption, text=text) if caption else OCR_ONLY_CAPTION.format(text=text)
 
 
 def classify_messages(question: str, types: tuple[str, ...]) -> list[dict]:

@@ -142,6 +142,7 @@ def test_export_then_import_restores_a_deleted_memory(app_server, new_page, tmp_
     page.locator("#import-preview-text").get_by_text("1 memories").wait_for()
     assert "Who founded First for Women?" in page.locator("#import-preview").inner_text()
     assert ctx.runtime.store.count(namespace="carol") == 0  # a preview changes nothing
+    page.locator("#memory-delete-yes").click()  # delete asks first
     page.locator("#memory-import").click()
     page.locator("#import-result").get_by_text("Imported 1 memories").wait_for()
     assert ctx.runtime.store.get(memory.id, namespace="carol").question == "Who founded First for Women?"

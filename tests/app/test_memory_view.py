@@ -96,3 +96,14 @@ def test_an_unreadable_memory_is_named_with_how_to_remove_it_and_the_rest_still_
     assert [m.id for m in find_memories(store, "default", MemoryFilter(query="Hamlet", semantic=True))] == [fine.id]
     store.delete(broken.id, namespace="default", actor="default")
     assert unreadable_note(store, "default") == ""
+
+
+def test_the_import_preview_says_which_memories_are_already_here(runtime, tmp_path):
+    kept = add(runtime.store, "Who wrote Hamlet?")
+    path = tmp_path / "export.jsonl"
+    runtime.store.export_jsonl("default", path)
+    summary, rows = import_preview(str(path), "default", runtime.store)
+    assert rows == [[kept.id, "Who wrote Hamlet?", "successful", kept.question_type, 1, "already here (same id)"]]
+    assert "1 of them is already here (same id) and 0 are new" in summary and "skips or replaces" in summary
+    summary, rows = import_preview(str(path), "elsewhere", runtime.store)
+    assert rows[0][-1] == "new" and "already here" not in summary

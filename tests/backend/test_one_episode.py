@@ -152,3 +152,30 @@ def test_stop_ends_the_run_with_the_answer_so_far_unjudged_and_unstored(tmp_path
     assert models["planner"].choices  # the reflection's choice was never asked for
     logged = agent.runlog.load("default", events[0].run_id)
     assert logged[-1].stopped
+
+
+@pytest.mark.skipif(__import__("shutil").which("tesseract") is None, reason="needs Debian's tesseract-ocr (CI installs it)")
+def test_text_in_the_question_image_joins_the_caption_the_planner_sees(tmp_path, shared_tools, embedder, scripted):
+    from PIL import Image, ImageDraw, ImageFont
+
+    from backend.config import RoleConfig, load_config
+    from backend.events import RunStarted
+
+    image = Image.new("RGB", (900, 200), "white")
+    ImageDraw.Draw(image).text((20, 60), "TINTED WINDOWS DEBUT ALBUM", fill="black", font=ImageFont.load_default(size=48))
+    path = tmp_path / "poster.png"
+    image.save(path)
+    base = load_config(environ={})
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
+                     roles={name: RoleConfig() for name in base.roles})
+    models = scripted()
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    try:
+        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        events = list(agent.run(RunRequest(question=QUESTION, image=str(path), ground_truth="Tulsa", method="mia")))
+    finally:
+        store.close()
+    started = next(e for e in events if isinstance(e, RunStarted))
+    assert "by OCR: TINTED WINDOWS DEBUT ALBUM" in started.caption and started.caption_source.endswith("ocr")
+    assert "TINTED WINDOWS DEBUT ALBUM" in models["planner"].prompts[0][1]["content"]  # the Planner reads it
