@@ -27,26 +27,43 @@ def _postgres_url_or_skip() -> str:
     return url
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+def _fresh_schema(*, with_public: bool) -> Iterator[str]:
+    """A PostgreSQL URL whose search_path starts with a fresh schema, dropped afterwards; with
+    `public` after it (where .ci/postgres.sh creates the pgvector extension), or alone."""
     base = _postgres_url_or_skip()
     schema = f"test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(base)
     with admin.begin() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
     separator = "&" if "?" in base else "?"
-    yield f"{base}{separator}options=-csearch_path%3D{schema}"
+    search_path = f"{schema}%2Cpublic" if with_public else schema
+    yield f"{base}{separator}options=-csearch_path%3D{search_path}"
     with admin.begin() as conn:
         conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
     admin.dispose()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """PostgreSQL as the store finds it where pgvector is installed: search in SQL."""
+    yield from _fresh_schema(with_public=True)
+
+
+@pytest.fixture
+def postgres_without_pgvector_url() -> Iterator[str]:
+    """PostgreSQL where the store cannot reach pgvector's type (it is not on the search_path):
+    embeddings as bytes and search in process, as before pgvector."""
+    yield from _fresh_schema(with_public=False)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres),
+                        pytest.param("postgres-without-pgvector", marks=pytest.mark.postgres)])
 def database_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'memory.db'}"
-    return request.getfixturevalue("postgres_url")
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url")
+    return request.getfixturevalue("postgres_without_pgvector_url")
 
 
 @pytest.fixture
