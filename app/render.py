@@ -1,6 +1,8 @@
-"""Turning the agent's event stream into what people read: terminal text and chat messages.
+"""Turning the agent's event stream into what people read: terminal text, and the research page's
+answer box and trace (HTML).
 
-Everything that came from a model, a page or a memory is escaped before it reaches the browser.
+Everything that came from a model, a page, a document or a memory is escaped before it reaches the
+browser or the terminal.
 """
 
 from __future__ import annotations
@@ -8,7 +10,11 @@ from __future__ import annotations
 import html
 import json
 import re
+import time
+from dataclasses import dataclass, field
 from typing import Iterable
+
+from app.report import cited_passage, query_text, source_label, stats_text, web_link
 
 from backend.events import (
     AnswerReady,
@@ -53,23 +59,8 @@ def safe_url(url: str | None) -> str | None:
 _MEMORY_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 
 
-def memory_link(memory_id: str) -> str:
-    """A link that opens the memory in the Memory view (a new page at ?memory=ID)."""
-    if not _MEMORY_ID.match(memory_id):
-        return f"`{esc(memory_id[:8])}`"
-    return f"[`{memory_id[:8]}`](?memory={memory_id})"
-
-
 def _args_text(arguments: dict) -> str:
     return json.dumps(arguments, ensure_ascii=False)
-
-
-def _stats_text(stats: dict) -> str:
-    return (
-        f"{int(stats.get('llm_calls', 0))} LLM calls, {int(stats.get('prompt_tokens', 0))} prompt + "
-        f"{int(stats.get('completion_tokens', 0))} completion tokens, {int(stats.get('tool_calls', 0))} tool calls, "
-        f"{stats.get('wall_seconds', 0):.1f} s (LLM {stats.get('llm_seconds', 0):.1f} s, tools {stats.get('tool_seconds', 0):.1f} s)"
-    )
 
 
 # -- terminal -----------------------------------------------------------------------------------
@@ -138,7 +129,7 @@ def _event_lines(event: Event) -> str:
         label = "correct" if event.correct else "incorrect"
         return f"Memory stored [{event.memory_id[:8]}] ({label}, {event.question_type}, {summary_origin(event.summary_source)}): {event.summary}"
     if isinstance(event, RunFinished):
-        return f"Done: {_stats_text(event.stats)}"
+        return f"Done: {stats_text(event.stats)}"
     if isinstance(event, RunFailed):
         return f"Error: {event.message}"
     return str(event.to_dict())
@@ -152,137 +143,520 @@ def verdict_provenance(event: VerdictReady) -> str:
     return f"unverified: the Judge's opinion without ground truth ({event.method}{confidence}); give a thumb or the right answer to verify it"
 
 
-# -- chat messages (Gradio) ---------------------------------------------------------------------
-def _message(content: str, title: str | None = None, status: str | None = None, duration: float | None = None) -> dict:
-    message: dict = {"role": "assistant", "content": content}
-    if title:
-        metadata: dict = {"title": title}
-        if status:
-            metadata["status"] = status
-        if duration is not None:
-            metadata["duration"] = round(duration, 2)
-        message["metadata"] = metadata
-    return message
+# -- the research page (HTML) -------------------------------------------------------------------
+# The page shows the answer first, in a box (app.research_tab's #answer-box), and below it the trace
+# (#trace): one line per step, its details on expand. Everything from a model, a page, a document or
+# a memory goes through `h` (HTML-escaped, quotes included) before it reaches the browser.
+def h(text: object) -> str:
+    return html.escape(str(text if text is not None else ""), quote=True)
 
 
-def _passages_markdown(passages: list[dict], max_chars: int = 400) -> str:
-    parts = []
-    for p in passages:
-        text = (p.get("text") or "")[:max_chars]
-        url = safe_url(p.get("url"))
-        link = f" ([link]({url}))" if url else ""
-        parts.append(f"**{esc(p['title'])}**{link}: {esc(text)}")
-    return "\n\n".join(parts) or "(no passages)"
+def _href(url: str | None) -> str | None:
+    """An http(s) URL escaped for an href attribute, or None (doc:// locators are not links)."""
+    link = web_link(url)
+    return h(link) if link else None
 
 
-class ChatTranscript:
-    """Accumulates chat messages from events; a tool call and its response share one entry."""
+TOOL_ICONS = {"search": "🔍", "web_search": "🌐", "visit": "📄", "image_search": "🖼️"}
+STATE_LABELS = {"idle": "", "working": "working…", "final": "final", "stopped": "stopped", "failed": "failed",
+                "unfinished": "unfinished"}
+ANSWER_PLACEHOLDER = "Ask a question: the answer appears here first, with numbered sources that open the passage they cite."
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """What bounds a run, from the configuration: the time limit, the Executor's turns per round
+    (first and supplementary) and how many reflections may replan."""
+
+    max_seconds: float
+    turns: int
+    supplement_turns: int
+    reflections: int
+
+    @classmethod
+    def of(cls, agent_config, executor_traits) -> RunLimits:
+        return cls(max_seconds=agent_config.max_seconds, turns=agent_config.turns_for(executor_traits),
+                   supplement_turns=agent_config.supplement_turns_for(executor_traits),
+                   reflections=agent_config.reflections)
+
+
+@dataclass
+class StepView:
+    """One Executor turn: its thoughts, recoveries, tool calls (each with its response once it
+    came), the answers it gave, and the text being generated."""
+
+    turn: int
+    thoughts: list[str] = field(default_factory=list)
+    recoveries: list[Recovery] = field(default_factory=list)
+    calls: list[list] = field(default_factory=list)  # [ToolCalled, ToolReturned | None]
+    answers: list[AnswerReady] = field(default_factory=list)
+    draft: str = ""
+
+
+class RunTranscript:
+    """The page's view of one run, built event by event (live, or from the run log): the answer
+    box and the trace, as HTML. It keeps the run's events (no TextDelta) for the report."""
 
     def __init__(self) -> None:
-        self.messages: list[dict] = []
-        self._draft: dict | None = None
-        self._open_tool: dict | None = None
-        self.answer: str = ""
+        self.events: list[Event] = []
+        self.entries: list[tuple[str, object]] = []  # (kind, event or StepView or text), in order
+        self.steps: dict[int, StepView] = {}
+        self.passages: list[dict] = []
         self.run_id: str | None = None
+        self.started: RunStarted | None = None
+        self.started_at: float | None = None
+        self.first_turn_at: float | None = None
+        self.answers: list[AnswerReady] = []
+        self.plans: list[PlanReady] = []
+        self.reflections: list[ReflectionDecided] = []
+        self.verdict: VerdictReady | None = None
         self.memory_id: str | None = None
-        self.verdict: str | None = None
+        self.finished: RunFinished | None = None
+        self.failure: RunFailed | None = None
         self.used_memory_ids: list[str] = []
+        self.feedback_label: str | None = None  # a person's later verdict (History, after feedback)
+        self._draft_step: StepView | None = None
+        self._round_turns: dict[int, set[int]] = {}  # plan revision -> turns in that round
+
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    def answer(self) -> str:
+        if self.finished is not None:
+            return self.finished.answer
+        return self.answers[-1].text if self.answers else ""
+
+    @property
+    def state(self) -> str:
+        """idle | working | final | stopped | failed"""
+        if self.failure is not None:
+            return "failed"
+        if self.finished is not None:
+            return "stopped" if self.finished.stopped else "final"
+        return "working" if self.events else "idle"
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None or self.failure is not None
+
+    def _step(self, turn: int, at: float) -> StepView:
+        step = self.steps.get(turn)
+        if step is None:
+            step = self.steps[turn] = StepView(turn)
+            self.entries.append(("step", step))
+            if self.first_turn_at is None:
+                self.first_turn_at = at
+            revision = self.plans[-1].revision if self.plans else 0
+            self._round_turns.setdefault(revision, set()).add(turn)
+        return step
 
     def add(self, event: Event) -> None:
         self.run_id = event.run_id
-        m = self.messages
-        if isinstance(event, TextDelta):
-            # Live text of the turn being generated; replaced by the step it becomes.
-            if self._draft is None:
-                self._draft = _message("", f"✍️ Executor writing (turn {event.turn})", "pending")
-                m.append(self._draft)
-            self._draft["content"] += esc(event.text)
+        if self.started_at is None:
+            self.started_at = event.at
+        if isinstance(event, TextDelta):  # live text of the turn being generated; replaced by the step
+            step = self._step(event.turn, event.at)
+            step.draft += event.text
+            self._draft_step = step
             return
-        if self._draft is not None:
-            m.remove(self._draft)
-            self._draft = None
+        self.events.append(event)
+        if self._draft_step is not None:
+            self._draft_step.draft = ""
+            self._draft_step = None
         if isinstance(event, RunStarted):
-            image = f"\n\n(image attached; caption: {esc(event.caption or 'none')}, from {esc(event.caption_source or '-')})" if event.image else ""
-            m.append({"role": "user", "content": esc(event.question) + image})
+            self.started = event
+            self.started_at = event.at
         elif isinstance(event, MemoriesRetrieved):
             self.used_memory_ids = [x["id"] for x in event.successful + event.failed]
-            lines = []
-            for label, items in (("successful strategy", event.successful), ("failure lesson", event.failed)):
-                for x in items:
-                    lines.append(
-                        f"- {label} {memory_link(x['id'])} (win rate {x['win_rate']:.2f}, score {x['score']:.2f}): "
-                        f"{esc(x['question'])}: {esc(x['summary'][:300])}"
-                    )
-            body = "\n".join(lines) or "No memories yet for this kind of question."
-            m.append(_message(body, f"🧠 Memories: {len(event.successful)} successful, {len(event.failed)} failed", "done"))
+            self.entries.append(("memories", event))
         elif isinstance(event, PlanReady):
-            title = "🗺️ Plan" if event.revision == 0 else f"🗺️ Supplementary plan (after reflection {event.revision})"
-            body = "\n".join(f"{i}. {esc(s)}" for i, s in enumerate(event.steps, 1))
-            if event.recovered:
-                body += f"\n\n⚠️ Recovery: {esc(event.recovered)}"
-            m.append(_message(body, title, "done"))
+            self.plans.append(event)
+            self.entries.append(("plan", event))
         elif isinstance(event, ExecutorThought):
-            m.append(_message(esc(event.text), f"💭 Thought (turn {event.turn})", "done"))
-        elif isinstance(event, ToolCalled):
-            self._open_tool = _message(
-                f"Arguments: {esc(_args_text(event.arguments))}", f"🔧 {esc(event.name)} (turn {event.turn})", "pending"
-            )
-            m.append(self._open_tool)
-        elif isinstance(event, ToolReturned):
-            entry = self._open_tool or _message("", f"🔧 {esc(event.name)} (turn {event.turn})")
-            if self._open_tool is None:
-                m.append(entry)
-            result = _passages_markdown(event.passages) if event.ok else f"❌ {esc(event.error)}"
-            entry["content"] += "\n\n" + result
-            entry["metadata"]["status"] = "done"
-            entry["metadata"]["duration"] = round(event.seconds, 2)
-            self._open_tool = None
+            self._step(event.turn, event.at).thoughts.append(event.text)
         elif isinstance(event, Recovery):
-            m.append(_message(f"{esc(event.reason)} → {esc(event.action)}", f"⚠️ Recovery (turn {event.turn})", "done"))
-        elif isinstance(event, ReflectionDecided):
-            decision = "replan" if event.replan else "answer stands"
-            m.append(_message(f"Decision: {decision}", f"🔁 Reflection {event.round}: {decision}", "done"))
+            self._step(event.turn, event.at).recoveries.append(event)
+        elif isinstance(event, ToolCalled):
+            self._step(event.turn, event.at).calls.append([event, None])
+        elif isinstance(event, ToolReturned):
+            step = self._step(event.turn, event.at)
+            open_call = next((c for c in step.calls if c[1] is None and c[0].name == event.name), None)
+            if open_call is None:
+                step.calls.append([ToolCalled(event.run_id, turn=event.turn, name=event.name, arguments={}), event])
+            else:
+                open_call[1] = event
+            self.passages.extend(event.passages)
         elif isinstance(event, AnswerReady):
-            self.answer = event.text
-            forced = f"\n\n_(answer forced: {esc(event.reason)})_" if event.forced else ""
-            marks = "".join(f" [{s.get('n', i)}]" for i, s in enumerate(event.sources, 1))
-            sources = ""
-            if event.sources:
-                items = []
-                for i, s in enumerate(event.sources, 1):
-                    url = safe_url(s.get("url"))
-                    title = f"[{esc(s['title'])}]({url})" if url else f"**{esc(s['title'])}**"
-                    sentence = f": “{esc(s['sentence'])}”" if s.get("sentence") else ""
-                    items.append(f"{s.get('n', i)}. {title}{sentence}")
-                sources = "\n\nSources:\n" + "\n".join(items)
-            elif event.text:
-                sources = "\n\n_No retrieved passage states this answer._"
-            m.append({"role": "assistant", "content": f"**Answer:** {esc(event.text or '(no answer)')}{marks}{forced}{sources}"})
+            self.answers.append(event)
+            last = self.entries[-1] if self.entries else None
+            if last is not None and last[0] == "step":
+                last[1].answers.append(event)
+            else:
+                self.entries.append(("answer", event))
+        elif isinstance(event, ReflectionDecided):
+            self.reflections.append(event)
+            self.entries.append(("reflection", event))
         elif isinstance(event, VerdictReady):
-            self.verdict = event.label
-            lines = [f"- {esc(f)}" for f in event.feedback]
-            if event.evidence:
-                lines.append(f"- evidence checked: {esc('; '.join(event.evidence))}")
-            body = "\n".join(lines) or f"Method: {esc(event.method)}"
-            m.append(_message(body, f"⚖️ Verdict: {event.label}, {esc(verdict_provenance(event))}", "done"))
+            self.verdict = event
+            self.entries.append(("verdict", event))
         elif isinstance(event, MemoryStored):
             self.memory_id = event.memory_id
-            label = "correct" if event.correct else "incorrect"
-            m.append(
-                _message(
-                    f"{esc(event.summary)}\n\n(type: {esc(event.question_type)}, {esc(summary_origin(event.summary_source))})",
-                    f"💾 Memory stored `{esc(event.memory_id[:8])}` ({label})",
-                    "done",
-                )
-            )
+            self.entries.append(("memory", event))
         elif isinstance(event, RunFinished):
-            m.append(_message(esc(_stats_text(event.stats)), "📊 Run summary", "done"))
+            self.finished = event
+            self.entries.append(("summary", event))
         elif isinstance(event, RunFailed):
-            m.append({"role": "assistant", "content": f"❌ {esc(event.message)}"})
+            self.failure = event
+            self.entries.append(("failure", event))
+
+    def note(self, text: str, icon: str = "ℹ️") -> None:
+        """A line of the app's own (not an event) at the end of the trace."""
+        self.entries.append(("note", (icon, text)))
+
+    # -- the rough time left ----------------------------------------------------------------------
+    def eta_text(self, limits: RunLimits | None, now: float | None = None) -> str:
+        """A rough estimate of the time left, from the configured limits and the run so far: mean
+        seconds per Executor step so far × the steps the round may still take (plus the reflection
+        and the verdict), capped by the time limit. '' once the run is over."""
+        if limits is None or self.done or self.started_at is None:
+            return ""
+        now = time.time() if now is None else now
+        elapsed = max(0.0, now - self.started_at)
+        time_left = max(0.0, limits.max_seconds - elapsed)
+        cap = f"the time limit ends it within {_duration(time_left)}"
+        if self.first_turn_at is None:
+            return f"Rough estimate: no step has run yet, so no pace to go by; {cap}."
+        turns_begun = len(self.steps)
+        per_step = max(0.0, now - self.first_turn_at) / max(turns_begun, 1)
+        revision = self.plans[-1].revision if self.plans else 0
+        round_cap = limits.turns if revision == 0 else limits.supplement_turns
+        in_round = len(self._round_turns.get(revision, ()))
+        answered = bool(self.answers) and (not self.plans or self.answers[-1].at >= self.plans[-1].at)
+        steps_left = 0 if answered else max(0, round_cap - in_round)
+        rounds_left = max(0, limits.reflections - len(self.reflections))
+        after = (1 if rounds_left else 0) + 1  # a reflection (when one may come), then the verdict and memory
+        eta = min(per_step * (steps_left + after), time_left)
+        more = (f"up to {steps_left} more step{'s' if steps_left != 1 else ''} of {round_cap}, then "
+                if steps_left else "")
+        then = "reflection and the verdict" if rounds_left else "the verdict"
+        return (f"About {_duration(eta)} left (rough: {per_step:.0f} s per step so far, {more}{then}; {cap}).")
+
+    # -- the answer box ---------------------------------------------------------------------------
+    def _cite_key(self, n: object) -> str:
+        return f"{self.run_id}:cite:{n}"
+
+    def answer_html(self, limits: RunLimits | None = None, now: float | None = None) -> str:
+        state = self.state
+        if state == "idle":
+            return f'<div class="answer-box idle" data-state="idle"><p class="answer-placeholder">{h(ANSWER_PLACEHOLDER)}</p></div>'
+        parts = [f'<div class="answer-box {state}" data-state="{state}">',
+                 f'<div class="answer-head"><span class="answer-badge badge-{state}">{h(STATE_LABELS[state])}</span>']
+        eta = self.eta_text(limits, now)
+        if eta:
+            parts.append(f'<span class="answer-eta">{h(eta)}</span>')
+        parts.append("</div>")
+        if self.started is not None:
+            parts.append(f'<div class="answer-question">{h(self.started.question)}</div>')
+        latest = self.answers[-1] if self.answers else None
+        if latest is not None and latest.text:
+            marks = "".join(
+                f'<button type="button" class="cite" data-cite="{h(self._cite_key(c.get("n", i)))}" '
+                f'title="{h(c.get("title", ""))}">[{h(c.get("n", i))}]</button>'
+                for i, c in enumerate(latest.sources, 1))
+            parts.append(f'<div class="answer-text">{h(latest.text)}<span class="cite-marks">{marks}</span></div>')
+        elif state == "working":
+            parts.append(f'<div class="answer-text pending">{h(self._phase())}</div>')
+        elif state == "stopped":
+            parts.append('<div class="answer-text pending">Stopped before any answer was found.</div>')
+        elif state == "final":
+            parts.append('<div class="answer-text pending">(no answer)</div>')
+        parts += self._answer_notes(state, latest)
+        if latest is not None and latest.sources:
+            parts.append('<ol class="citations">')
+            for i, citation in enumerate(latest.sources, 1):
+                parts.append(self._citation_html(citation, i))
+            parts.append("</ol>")
+        elif latest is not None and latest.text and state != "working":
+            parts.append('<p class="answer-note">No retrieved passage states this answer.</p>')
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _phase(self) -> str:
+        if self.reflections and self.entries and self.entries[-1][0] == "reflection":
+            return "Reflecting on the research…"
+        if self.steps:
+            step = max(self.steps)
+            return f"Researching: step {step}…"
+        if self.plans:
+            return "Researching: the plan is ready, the first step is under way…"
+        return "Planning the research…"
+
+    def _answer_notes(self, state: str, latest: AnswerReady | None) -> list[str]:
+        notes = []
+        if state == "working" and latest is not None and latest.text:
+            notes.append("A first answer: the Planner's reflection may still revise it.")
+        if latest is not None and latest.forced and latest.reason != "stopped by the user":
+            notes.append(f"Answer forced: {latest.reason}.")
+        if state == "stopped":
+            notes.append("You stopped the run: this is the answer so far. It was not judged and no memory was stored.")
+        out = [f'<p class="answer-note">{h(n)}</p>' for n in notes]
+        if state == "failed" and self.failure is not None:
+            out.append(f'<p class="answer-error">❌ {h(self.failure.message)}</p>')
+        if self.verdict is not None and state in ("final", "working"):
+            v = self.verdict
+            out.append(f'<p class="answer-verdict">⚖️ Verdict: <b>{h(v.label)}</b>, {h(verdict_provenance(v))}</p>')
+        if self.feedback_label:
+            out.append(f'<p class="answer-verdict feedback">👤 Your feedback: <b>{h(self.feedback_label)}</b></p>')
+        return out
+
+    def _citation_html(self, citation: dict, i: int) -> str:
+        n = citation.get("n", i)
+        passage = cited_passage(citation, self.passages)
+        where = source_label(citation)
+        link = _href(citation.get("url"))
+        sentence = f' — “{h(citation["sentence"])}”' if citation.get("sentence") else ""
+        body = (f'<div class="passage-text">{h(passage.get("text"))}</div>' if passage is not None and passage.get("text")
+                else '<div class="passage-text missing">The passage\'s text is not in this run\'s events.</div>')
+        meta = [h(where)]
+        if link:
+            meta.append(f'<a href="{link}" target="_blank" rel="noopener noreferrer">{link}</a>')
+        elif citation.get("url"):
+            meta.append(f'<span class="locator">{h(citation.get("url"))}</span>')
+        return (f'<li><details class="citation" data-key="{h(self._cite_key(n))}">'
+                f'<summary><span class="cite-n">[{h(n)}]</span> <b>{h(citation.get("title") or "(untitled)")}</b>'
+                f'<span class="cite-where"> · {h(where)}</span>{sentence}</summary>'
+                f'<div class="passage"><div class="passage-meta">{" · ".join(meta)}</div>{body}</div></details></li>')
+
+    # -- the trace --------------------------------------------------------------------------------
+    def trace_html(self) -> str:
+        if not self.entries:
+            return '<div class="trace empty">Memories, the plan, each step, the verdict and a run summary appear here.</div>'
+        rows = [self._entry_html(kind, item, index) for index, (kind, item) in enumerate(self.entries)]
+        return '<div class="trace">' + "".join(rows) + "</div>"
+
+    def _key(self, *parts: object) -> str:
+        return h(":".join(str(p) for p in (self.run_id, *parts)))
+
+    def _details(self, css: str, key: str, summary: str, body: str) -> str:
+        return (f'<details class="entry {css}" data-key="{key}"><summary>{summary}</summary>'
+                f'<div class="entry-body">{body}</div></details>')
+
+    def _entry_html(self, kind: str, item, index: int) -> str:
+        if kind == "step":
+            return self._step_html(item)
+        if kind == "memories":
+            lines = []
+            for label, items in (("successful strategy", item.successful), ("failure lesson", item.failed)):
+                for x in items:
+                    lines.append(f"<li>{label} {memory_anchor(x['id'])} (win rate {x['win_rate']:.2f}, score "
+                                 f"{x['score']:.2f}): {h(x['question'])}: {h(str(x['summary'])[:300])}</li>")
+            body = f"<ul>{''.join(lines)}</ul>" if lines else "<p>No memories yet for this kind of question.</p>"
+            return self._details("memories", self._key("memories"),
+                                 f"🧠 Memories: {len(item.successful)} successful, {len(item.failed)} failed", body)
+        if kind == "plan":
+            title = "🗺️ Plan" if item.revision == 0 else f"🗺️ Supplementary plan (after reflection {item.revision})"
+            first = f": {h(_clip(item.steps[0], 90))}" if item.steps else ""
+            more = f" (+{len(item.steps) - 1} more)" if len(item.steps) > 1 else ""
+            body = "<ol>" + "".join(f"<li>{h(s)}</li>" for s in item.steps) + "</ol>"
+            if item.recovered:
+                body += f'<p class="recovery">⚠️ Recovery: {h(item.recovered)}</p>'
+            if item.planner_model:
+                body += f'<p class="muted">written by {h(item.planner_model)}</p>'
+            return self._details("plan", self._key("plan", item.revision),
+                                 f"{title} · {len(item.steps)} step{'s' if len(item.steps) != 1 else ''}{first}{more}", body)
+        if kind == "answer":
+            return f'<div class="entry answer">📝 Answer: {h(item.text or "(no answer)")}{self._forced(item)}</div>'
+        if kind == "reflection":
+            decision = "replan" if item.replan else "the answer stands"
+            return f'<div class="entry reflection">🔁 Reflection {item.round}: {decision}</div>'
+        if kind == "verdict":
+            lines = [f"<li>{h(f)}</li>" for f in item.feedback]
+            if item.evidence:
+                lines.append(f"<li>evidence checked: {h('; '.join(item.evidence))}</li>")
+            body = f"<ul>{''.join(lines)}</ul>" if lines else f"<p>Method: {h(item.method)}</p>"
+            return self._details("verdict", self._key("verdict"),
+                                 f"⚖️ Verdict: {h(item.label)}, {h(verdict_provenance(item))}", body)
+        if kind == "memory":
+            label = "correct" if item.correct else "incorrect"
+            body = (f"<p>{h(item.summary)}</p><p class='muted'>type: {h(item.question_type)}, "
+                    f"{h(summary_origin(item.summary_source))} · open {memory_anchor(item.memory_id)}</p>")
+            return self._details("memory", self._key("memory"),
+                                 f"💾 Memory stored {h(item.memory_id[:8])} ({label})", body)
+        if kind == "summary":
+            stopped = " (stopped by the user)" if item.stopped else ""
+            return f'<div class="entry run-summary">📊 Run summary{stopped}: {h(stats_text(item.stats))}</div>'
+        if kind == "failure":
+            return f'<div class="entry failure">❌ {h(item.message)}</div>'
+        if kind == "note":
+            icon, text = item
+            return f'<div class="entry note">{h(icon)} {h(text)}</div>'
+        return ""
+
+    @staticmethod
+    def _forced(answer: AnswerReady) -> str:
+        return f' <span class="muted">(forced: {h(answer.reason)})</span>' if answer.forced else ""
+
+    def _step_html(self, step: StepView) -> str:
+        parts = []
+        seconds = 0.0
+        for called, returned in step.calls:
+            icon = TOOL_ICONS.get(called.name, "🔧")
+            asked = query_text(called.arguments, 140)
+            if returned is None:
+                result = "searching…" if called.name.endswith("search") else "running…"
+            elif not returned.ok:
+                result = f"❌ {_clip(returned.error or 'error', 120)}"
+            else:
+                titles = [p.get("title", "") for p in returned.passages]
+                shown = " · ".join(_clip(t, 50) for t in titles[:3])
+                extra = f" (+{len(titles) - 3} more)" if len(titles) > 3 else ""
+                result = (f"{len(titles)} passage{'s' if len(titles) != 1 else ''}: {shown}{extra}" if titles
+                          else "no passages")
+                seconds += returned.seconds
+            parts.append(f"{icon} {h(called.name)} {h(asked)} → {h(result)}")
+        for answer in step.answers:
+            verb = "answered" if not answer.forced else ("answer so far" if answer.reason == "stopped by the user"
+                                                         else "answer forced")
+            parts.append(f"✅ {verb} “{h(_clip(answer.text or '(no answer)', 120))}”")
+        if not parts:
+            if step.draft:
+                parts.append("✍️ writing…")
+            elif step.thoughts:
+                parts.append(f"💭 {h(_clip(step.thoughts[-1], 120))}")
+            elif step.recoveries:
+                parts.append(f"⚠️ {h(_clip(step.recoveries[-1].reason, 120))}")
+            else:
+                parts.append("…")
+        badges = ""
+        if step.recoveries:
+            n = len(step.recoveries)
+            badges += f'<span class="badge recovery-badge">⚠️ {n} recover{"ies" if n != 1 else "y"}</span>'
+        if seconds >= 0.05:
+            badges += f'<span class="badge time-badge">{seconds:.1f} s</span>'
+        summary = f'<span class="step-n">Step {step.turn}</span> ' + " · ".join(parts) + badges
+        return self._details("step", self._key("step", step.turn), summary, self._step_body(step))
+
+    def _step_body(self, step: StepView) -> str:
+        body = []
+        for thought in step.thoughts:
+            body.append(f'<p class="thought">💭 <b>Thought:</b> {h(thought)}</p>')
+        for r in step.recoveries:
+            body.append(f'<p class="recovery">⚠️ <b>Recovery:</b> {h(r.reason)} → {h(r.action)}</p>')
+        for called, returned in step.calls:
+            body.append(f'<p class="call">🔧 <b>{h(called.name)}</b> arguments: '
+                        f'<code>{h(json.dumps(called.arguments, ensure_ascii=False))}</code></p>')
+            if returned is None:
+                continue
+            if not returned.ok:
+                body.append(f'<p class="tool-error">❌ {h(returned.error)}</p>')
+                continue
+            if not returned.passages:
+                body.append('<p class="muted">(no passages)</p>')
+            for p in returned.passages:
+                link = _href(p.get("url"))
+                anchor = f' · <a href="{link}" target="_blank" rel="noopener noreferrer">link</a>' if link else ""
+                body.append(f'<div class="passage"><div class="passage-meta"><b>{h(p.get("title", ""))}</b> · '
+                            f'{h(source_label(p))}{anchor}</div><div class="passage-text">{h(p.get("text") or "")}</div></div>')
+            body.append(f'<p class="muted">{returned.seconds:.2f} s</p>')
+        for answer in step.answers:
+            body.append(f'<p class="answer">📝 <b>Answer:</b> {h(answer.text or "(no answer)")}{self._forced(answer)}</p>')
+        if step.draft:
+            body.append(f'<pre class="draft">{h(step.draft)}</pre>')
+        return "".join(body) or '<p class="muted">(nothing yet)</p>'
 
 
-def transcript_of(events: Iterable[Event]) -> ChatTranscript:
-    transcript = ChatTranscript()
+def _clip(text: str, limit: int) -> str:
+    flat = re.sub(r"\s+", " ", str(text or "")).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def memory_anchor(memory_id: str) -> str:
+    """A link that opens the memory in the Memory view (a new page at ?memory=ID)."""
+    if not _MEMORY_ID.match(memory_id):
+        return f"<code>{h(memory_id[:8])}</code>"
+    return f'<a href="?memory={memory_id}" target="_blank" rel="noopener"><code>{memory_id[:8]}</code></a>'
+
+
+def transcript_of(events: Iterable[Event]) -> RunTranscript:
+    transcript = RunTranscript()
     for event in events:
         transcript.add(event)
     return transcript
+
+
+# Keeps what people opened open while the run streams (Gradio replaces the HTML on each update and
+# drops the `open` attributes it did not send), and makes a citation mark open its passage.
+KEEP_OPEN_JS = """
+const opened = new Set();
+const keyOf = (d) => d.getAttribute('data-key');
+element.addEventListener('click', (event) => {
+  const mark = event.target.closest('[data-cite]');
+  if (mark && element.contains(mark)) {
+    event.preventDefault();
+    const key = mark.getAttribute('data-cite');
+    const panel = Array.from(element.querySelectorAll('details[data-key]')).find((d) => keyOf(d) === key);
+    if (panel) {
+      opened.add(key);
+      panel.open = true;
+      panel.classList.add('flash');
+      setTimeout(() => panel.classList.remove('flash'), 1500);
+      panel.scrollIntoView({block: 'nearest'});
+    }
+    return;
+  }
+  const summary = event.target.closest('summary');
+  const details = summary && summary.parentElement;
+  if (details && details.matches('details[data-key]') && element.contains(details)) {
+    if (details.open) opened.delete(keyOf(details)); else opened.add(keyOf(details));
+  }
+});
+new MutationObserver(() => {
+  for (const d of element.querySelectorAll('details[data-key]')) {
+    if (!d.open && opened.has(keyOf(d))) d.open = true;
+  }
+}).observe(element, {childList: true, subtree: true, attributes: true, attributeFilter: ['open']});
+"""
+
+RESEARCH_CSS = """
+.answer-box { border: 2px solid var(--border-color-primary); border-radius: 10px; padding: 12px 16px; }
+.answer-box.working { border-color: var(--color-accent); }
+.answer-box.final { border-color: #2e9d55; }
+.answer-box.stopped { border-color: #c98a12; }
+.answer-box.failed { border-color: #c23b3b; }
+.answer-head { display: flex; gap: 12px; align-items: baseline; flex-wrap: wrap; }
+.answer-badge { font-weight: 600; font-size: 0.85em; padding: 1px 8px; border-radius: 999px; background: var(--background-fill-secondary); }
+.badge-working { color: var(--color-accent); }
+.badge-final { color: #2e9d55; }
+.badge-stopped { color: #c98a12; }
+.badge-failed { color: #c23b3b; }
+.answer-eta { font-size: 0.85em; color: var(--body-text-color-subdued); }
+.answer-question { margin-top: 6px; color: var(--body-text-color-subdued); }
+.answer-text { font-size: 1.35em; font-weight: 600; margin: 6px 0; overflow-wrap: anywhere; }
+.answer-text.pending { font-weight: 400; font-size: 1.05em; color: var(--body-text-color-subdued); }
+.cite { font-size: 0.7em; vertical-align: super; margin-left: 2px; padding: 0 2px; border: none; background: none; color: var(--link-text-color); cursor: pointer; }
+.answer-note, .answer-verdict, .answer-error { margin: 4px 0; }
+.answer-error { color: #c23b3b; }
+.citations { margin: 6px 0 0 0; padding-left: 0; list-style: none; }
+.citation summary, .entry summary { cursor: pointer; }
+.citation.flash { outline: 2px solid var(--color-accent); border-radius: 6px; }
+.passage { margin: 4px 0 8px 18px; padding: 6px 10px; border-left: 3px solid var(--border-color-primary); }
+.passage-meta { font-size: 0.85em; color: var(--body-text-color-subdued); overflow-wrap: anywhere; }
+.passage-text { white-space: pre-wrap; overflow-wrap: anywhere; }
+.trace { display: flex; flex-direction: column; gap: 2px; }
+.trace.empty { color: var(--body-text-color-subdued); }
+.entry { padding: 3px 6px; border-radius: 6px; overflow-wrap: anywhere; }
+.entry:hover { background: var(--background-fill-secondary); }
+.entry-body { padding: 4px 0 6px 18px; }
+.step-n { font-weight: 600; }
+.badge { margin-left: 8px; font-size: 0.8em; padding: 0 6px; border-radius: 999px; background: var(--background-fill-secondary); }
+.muted { color: var(--body-text-color-subdued); font-size: 0.9em; }
+.draft { white-space: pre-wrap; font-size: 0.85em; }
+.entry.failure { color: #c23b3b; }
+"""

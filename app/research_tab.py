@@ -1,16 +1,22 @@
-"""The research view: ask, watch the trace form, give feedback, reopen past runs."""
+"""The research view: ask (Enter or Research), see the answer first (marked working… until the run
+is final) with numbered sources that open their passage, the trace below it one line per step, stop a
+run, download its report, give feedback, reopen past runs."""
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from datetime import datetime
 
 import gradio as gr
 
-from app.render import ChatTranscript, esc, transcript_of
+from app.render import KEEP_OPEN_JS, RESEARCH_CSS, RunLimits, RunTranscript, esc, transcript_of
+from app.report import write_report_files
 from app.session import AppContext, ReadOnlyModeError
 from backend.agent import RunRequest
-from backend.events import RunFinished
+from backend.events import RunFinished, TextDelta
+from backend.feedback_queue import FeedbackItem
 from backend.feedback import FeedbackError, submit_feedback
 from backend.judge import Judge
 from backend.llm.base import LLMError
@@ -31,13 +37,29 @@ HISTORY_COLUMNS = ["run id", "started", "question", "answer", "verdict"]
 READ_ONLY_HISTORY = "⚠️ The read-only demo keeps no runs: its visitors share one namespace."
 
 
+def person_verdicts(ctx: AppContext, namespace: str) -> dict[str, FeedbackItem]:
+    """Per run, the latest feedback that carries a person's verdict (thumbs or a right answer)."""
+    latest: dict[str, FeedbackItem] = {}
+    for item in ctx.queue.items(namespace, skip_damaged=True):
+        if item.thumbs is not None or item.right_answer is not None:
+            latest[item.run_id] = item
+    return latest
+
+
 def history_rows(ctx: AppContext, namespace: str) -> list[list]:
+    """Past runs, newest first; the verdict is a person's when feedback gave one (the run log keeps
+    the Judge's)."""
     if ctx.read_only:  # its runs are not logged; older runs of the shared namespace are no visitor's
         return []
-    return [
-        [r.run_id, datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M"), r.question, r.answer, r.verdict]
-        for r in ctx.runtime.runlog.list_runs(namespace, limit=100)
-    ]
+    people = person_verdicts(ctx, namespace)
+    rows = []
+    for r in ctx.runtime.runlog.list_runs(namespace, limit=100):
+        verdict = r.verdict
+        if r.run_id in people:
+            verdict = f"{people[r.run_id].label_after} (your feedback)"
+        rows.append([r.run_id, datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M"), r.question,
+                     r.answer, verdict])
+    return rows
 
 
 NOT_RUNNING_SENTENCE = "Test-time learning is not running yet"
@@ -92,7 +114,7 @@ def feedback_changes(ctx: AppContext, changes: list[str], *, thumbs: str | None,
     return lines
 
 
-def queue_for_learning(ctx: AppContext, transcript: ChatTranscript, question: str, namespace: str, *,
+def queue_for_learning(ctx: AppContext, transcript: RunTranscript, question: str, namespace: str, *,
                        finished: bool, ground_truth: str | None, image: str | None) -> str | None:
     """A finished run as a learning signal: with a right answer typed beside the question, a
     ground-truth signal; without one, an unsupervised signal when that is opted into (ttrl.unsupervised).
@@ -126,68 +148,180 @@ def _with_thumbs(give_feedback, thumbs: str | None):
     return handler
 
 
+def run_limits(ctx: AppContext) -> RunLimits:
+    """The limits a run starts with (the Executor's traits may change with Settings)."""
+    return RunLimits.of(ctx.runtime.config.agent, ctx.runtime.agent.models["executor"].traits)
+
+
+class ActiveRuns:
+    """The run each page (Gradio session) has under way, with its Stop switch: a page runs one
+    question at a time, and Stop ends that page's run only."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def begin(self, session: str) -> threading.Event | None:
+        """A fresh Stop switch for the page's new run; None when the page has one under way."""
+        with self._lock:
+            if session in self._runs:
+                return None
+            stop = self._runs[session] = threading.Event()
+            return stop
+
+    def end(self, session: str, stop: threading.Event) -> None:
+        with self._lock:
+            if self._runs.get(session) is stop:
+                del self._runs[session]
+
+    def stop(self, session: str) -> bool:
+        with self._lock:
+            stop = self._runs.get(session)
+        if stop is None:
+            return False
+        stop.set()
+        return True
+
+    def running(self, session: str) -> bool:
+        with self._lock:
+            return session in self._runs
+
+
+DELTA_INTERVAL_S = 0.3  # streamed text updates the page at most this often
+STOP_NOTE = "Stopping: the run ends before its next model call, with the answer so far."
+
+
+def _session(request: gr.Request | None) -> str:
+    return str(getattr(request, "session_hash", None) or "no-session")
+
+
+def report_downloads(ctx: AppContext, transcript: RunTranscript, user: str):
+    """The run's Markdown report and JSON, written for `user` alone; DownloadButton updates."""
+    if transcript.started is None:  # a refused question has nothing to report
+        return gr.DownloadButton(visible=False), gr.DownloadButton(visible=False)
+    try:
+        folder = ctx.files.new_folder(user)
+        md_path, json_path = write_report_files(transcript.events, folder, feedback_label=transcript.feedback_label)
+    except OSError as exc:
+        log.warning("the report of run %s was not written: %s", transcript.run_id, exc)
+        return gr.DownloadButton(visible=False), gr.DownloadButton(visible=False)
+    for path in (md_path, json_path):
+        ctx.files.grant(path, user)  # served to this user alone
+    return (gr.DownloadButton(value=str(md_path), visible=True), gr.DownloadButton(value=str(json_path), visible=True))
+
+
 def build_research_tab(ctx: AppContext):
     """Builds the view inside the current Blocks; returns (load_history, history table) for page load."""
     run_id = gr.State(None)
+    active = ActiveRuns()
     with gr.Row():
         with gr.Column(scale=3):
-            question = gr.Textbox(label="Question", lines=2, placeholder=EXAMPLE_QUESTION, elem_id="question")
-            ground_truth = gr.Textbox(label="Right answer, if you know it (the Judge grades against it)",
-                                      elem_id="ground-truth")
+            question = gr.Textbox(label="Question (Enter researches it)", lines=1, max_lines=4,
+                                  placeholder=EXAMPLE_QUESTION, elem_id="question")
             with gr.Row():
-                ask = gr.Button("Research", variant="primary", elem_id="ask")
-                gr.Examples([[q] for q in EXAMPLE_QUESTIONS], inputs=[question])
+                ask = gr.Button("Research", variant="primary", elem_id="ask", scale=3)
+                stop = gr.Button("Stop", variant="stop", interactive=False, elem_id="stop", scale=1)
+            gr.Examples([[q] for q in EXAMPLE_QUESTIONS], inputs=[question])
+            run_status = gr.Markdown(elem_id="run-status")
             search_line = gr.Markdown(search_status(ctx), elem_id="search-status")
             # While the dense vectors are first built, the line follows their progress.
             gr.Timer(10).tick(lambda: search_status(ctx), None, [search_line], show_progress="hidden")
-        with gr.Column(scale=1):
+        with gr.Column(scale=2):
+            ground_truth = gr.Textbox(label="Right answer, if you know it (the Judge grades against it)",
+                                      elem_id="ground-truth")
             # A file, not gr.Image: gr.Image decodes uploads itself and answers a broken file with a bare
             # "Error"; the agent's own check says what is wrong and what to upload instead.
-            image = gr.File(label="Image (optional: PNG, JPEG, GIF, WebP)", file_types=["image"], type="filepath",
-                            elem_id="image", height=120)
+            image = gr.File(label="Image (optional: PNG, JPEG, GIF, WebP)", file_types=["image"],
+                            type="filepath", elem_id="image", height=100)
             caption = gr.Textbox(label="What the image shows (optional)", elem_id="caption")
-    chat = gr.Chatbot(label="Research trace", height=560, elem_id="trace",
-                      placeholder="Memories, the plan, each step, the answer and a run summary appear here.")
+
+    answer_box = gr.HTML(RunTranscript().answer_html(), elem_id="answer-box", js_on_load=KEEP_OPEN_JS,
+                         css_template=RESEARCH_CSS)
+    with gr.Row(elem_id="downloads"):
+        report_md = gr.DownloadButton("⬇ Report (Markdown)", visible=False, size="sm", scale=0, min_width=200,
+                                      elem_id="download-report")
+        report_json = gr.DownloadButton("⬇ Run (JSON)", visible=False, size="sm", scale=0, min_width=160,
+                                        elem_id="download-json")
 
     with gr.Accordion("Feedback on this answer", open=True, elem_id="feedback"):
         with gr.Row():
-            up = gr.Button("👍 Right", elem_id="thumbs-up")
-            down = gr.Button("👎 Wrong", elem_id="thumbs-down")
-        right_answer = gr.Textbox(label="The right answer (optional)", elem_id="right-answer")
-        comment = gr.Textbox(label="Comment (optional)", elem_id="feedback-comment")
-        send = gr.Button("Send feedback (no thumbs)", elem_id="send-feedback", size="sm")
+            up = gr.Button("👍 Right", elem_id="thumbs-up", size="sm")
+            down = gr.Button("👎 Wrong", elem_id="thumbs-down", size="sm")
+            send = gr.Button("Send feedback (no thumbs)", elem_id="send-feedback", size="sm")
+        with gr.Row():
+            right_answer = gr.Textbox(label="The right answer (optional)", elem_id="right-answer")
+            comment = gr.Textbox(label="Comment (optional)", elem_id="feedback-comment")
         feedback_result = gr.Markdown(elem_id="feedback-result")
+
+    gr.Markdown("**Research trace**: one line per step; click a line for its details.")
+    trace = gr.HTML(RunTranscript().trace_html(), elem_id="trace", js_on_load=KEEP_OPEN_JS, css_template=RESEARCH_CSS)
 
     with gr.Accordion("Your past runs", open=False, elem_id="history"):
         refresh_history = gr.Button("Refresh", size="sm", elem_id="refresh-history")
         history = gr.Dataframe(headers=HISTORY_COLUMNS, interactive=False, wrap=True, max_height=300,
-                               elem_id="history-table")
+                               label="Click a run to reopen it with its full trace", elem_id="history-table")
         with gr.Row():
             reopen_id = gr.Textbox(label="Run id", elem_id="reopen-id", scale=3)
             reopen = gr.Button("Reopen with full trace", elem_id="reopen", scale=1)
 
+    def views(transcript: RunTranscript, limits: RunLimits | None = None) -> tuple[str, str]:
+        return transcript.answer_html(limits), transcript.trace_html()
+
+    def start_run(request: gr.Request):
+        """At once, before the run waits for a free slot: the buttons, and the answer box marked working…"""
+        if active.running(_session(request)):
+            return gr.update(), gr.update(), "A run is already under way on this page: stop it or wait for it.", gr.update(), gr.update(), gr.update()
+        waiting = ('<div class="answer-box working" data-state="working"><div class="answer-head">'
+                   '<span class="answer-badge badge-working">working…</span></div>'
+                   '<div class="answer-text pending">Starting the run…</div></div>')
+        return (gr.Button(interactive=False), gr.Button(interactive=True), "", waiting,
+                gr.DownloadButton(visible=False), gr.DownloadButton(visible=False))
+
     def run_question(q: str, img: str | None, cap: str, gt: str, request: gr.Request):
-        transcript = ChatTranscript()
+        session = _session(request)
+        stop_switch = active.begin(session)
+        if stop_switch is None:  # this page already has a run under way; leave its view alone
+            yield (gr.update(),) * 6
+            return
+        transcript = RunTranscript()
+        limits = run_limits(ctx)
         finished = False
+        user = ctx.user_of(request)
         run = RunRequest(question=q or "", namespace=ctx.namespace_of(request), image=img or None,
                          caption=cap or None, ground_truth=gt or None)
+        hidden = gr.DownloadButton(visible=False)
         try:
-            for event in ctx.agent.run(run):
-                transcript.add(event)
-                finished = finished or isinstance(event, RunFinished)
-                yield transcript.messages, transcript.run_id, ""
-        except Exception as exc:  # the agent reports its own errors as events; this is a last guard
-            log.exception("run failed outside the agent")
-            transcript.messages.append({"role": "assistant", "content": f"❌ The run stopped: {esc(exc)}"})
-            yield transcript.messages, transcript.run_id, ""
-            return
-        queued = queue_for_learning(ctx, transcript, run.question, run.namespace, finished=finished,
-                                    ground_truth=run.ground_truth,
-                                    image=run.image)
-        if queued:
-            transcript.messages.append({"role": "assistant", "content": esc(queued),
-                                        "metadata": {"title": "🎓 Test-time learning", "status": "done"}})
-            yield transcript.messages, transcript.run_id, ""
+            shown_at = 0.0
+            try:
+                for event in ctx.agent.run(run, stop_requested=stop_switch.is_set):
+                    transcript.add(event)
+                    finished = finished or isinstance(event, RunFinished)
+                    if isinstance(event, TextDelta) and time.monotonic() - shown_at < DELTA_INTERVAL_S:
+                        continue
+                    shown_at = time.monotonic()
+                    yield *views(transcript, limits), transcript.run_id, "", hidden, hidden
+            except Exception as exc:  # the agent reports its own errors as events; this is a last guard
+                log.exception("run failed outside the agent")
+                transcript.note(f"The run stopped: {exc}", "❌")
+                yield *views(transcript), transcript.run_id, "", *report_downloads(ctx, transcript, user)
+                return
+            queued = queue_for_learning(ctx, transcript, run.question, run.namespace, finished=finished,
+                                        ground_truth=run.ground_truth, image=run.image)
+            if queued:
+                transcript.note(queued, "🎓")
+            yield *views(transcript), transcript.run_id, "", *report_downloads(ctx, transcript, user)
+        finally:
+            active.end(session, stop_switch)
+
+    def end_run(request: gr.Request):
+        if active.running(_session(request)):  # a second submission ended; the page's run goes on
+            return gr.update(), gr.update(), gr.update()
+        return gr.Button(interactive=True), gr.Button(interactive=False), ""
+
+    def request_stop(request: gr.Request):
+        if active.stop(_session(request)):
+            return gr.Button(interactive=False), STOP_NOTE
+        return gr.Button(interactive=False), "No run is under way on this page."
 
     def give_feedback(thumbs: str | None, current_run: str | None, answer: str, note: str, request: gr.Request) -> str:
         if not current_run:
@@ -205,15 +339,35 @@ def build_research_tab(ctx: AppContext):
         changes = feedback_changes(ctx, outcome.changes, thumbs=thumbs, right_answer=answer, namespace=scope)
         return "**Feedback applied.**\n\n" + "\n".join(f"- {esc(line)}" for line in changes)
 
+    def logged_transcript(namespace: str, wanted: str) -> RunTranscript:
+        """A past run rebuilt from the run log, with the person's verdict when feedback gave one."""
+        transcript = transcript_of(ctx.runtime.runlog.load(namespace, wanted))
+        person = person_verdicts(ctx, namespace).get(wanted)
+        transcript.feedback_label = person.label_after if person is not None else None
+        return transcript
+
+    def after_feedback(current_run: str | None, request: gr.Request):
+        """The answer box again, now with the person's verdict."""
+        if not current_run or ctx.read_only:
+            return gr.update()
+        try:
+            return logged_transcript(ctx.namespace_of(request), current_run).answer_html()
+        except (KeyError, ValueError):
+            return gr.update()
+
     def reopen_run(wanted: str, request: gr.Request):
         wanted = (wanted or "").strip()
+        unchanged = (gr.update(),) * 3
         if ctx.read_only:
-            return gr.update(), gr.update(), READ_ONLY_HISTORY
+            return *unchanged, READ_ONLY_HISTORY, gr.update(), gr.update()
+        if active.running(_session(request)):
+            return *unchanged, "A run is under way on this page: stop it (or wait for it) before reopening another.", gr.update(), gr.update()
         try:
-            events = ctx.runtime.runlog.load(ctx.namespace_of(request), wanted)
+            transcript = logged_transcript(ctx.namespace_of(request), wanted)
         except (KeyError, ValueError):
-            return gr.update(), gr.update(), f"⚠️ No run {esc(wanted)!s} in your history; pick a run id from the table."
-        return transcript_of(events).messages, wanted, f"Reopened run `{esc(wanted)}`."
+            return *unchanged, f"⚠️ No run {esc(wanted)!s} in your history; pick a run from the table.", gr.update(), gr.update()
+        return (*views(transcript), wanted, f"Reopened run `{esc(wanted)}`.",
+                *report_downloads(ctx, transcript, ctx.user_of(request)))
 
     def pick_history_row(evt: gr.SelectData) -> str:
         return str(evt.row_value[0]) if evt.row_value else ""
@@ -222,12 +376,19 @@ def build_research_tab(ctx: AppContext):
         return history_rows(ctx, ctx.namespace_of(request))
 
     inputs = [question, image, caption, ground_truth]
-    for trigger in (ask.click, question.submit):
-        trigger(run_question, inputs, [chat, run_id, feedback_result], concurrency_limit=4,
-                concurrency_id="research").then(load_history, None, [history])
+    downloads = [report_md, report_json]
+    (gr.on([ask.click, question.submit], start_run, None, [ask, stop, run_status, answer_box, *downloads],
+           trigger_mode="once", concurrency_limit=None)
+     .then(run_question, inputs, [answer_box, trace, run_id, feedback_result, *downloads], concurrency_limit=4,
+           concurrency_id="research")
+     .then(end_run, None, [ask, stop, run_status], concurrency_limit=None)
+     .then(load_history, None, [history]))
+    stop.click(request_stop, None, [stop, run_status], concurrency_limit=None)
     for button, thumbs in ((up, "up"), (down, "down"), (send, None)):
-        button.click(_with_thumbs(give_feedback, thumbs), [run_id, right_answer, comment], [feedback_result])
+        (button.click(_with_thumbs(give_feedback, thumbs), [run_id, right_answer, comment], [feedback_result])
+         .then(after_feedback, [run_id], [answer_box]).then(load_history, None, [history]))
     refresh_history.click(load_history, None, [history])
-    history.select(pick_history_row, None, [reopen_id])
-    reopen.click(reopen_run, [reopen_id], [chat, run_id, feedback_result])
+    reopen_outputs = [answer_box, trace, run_id, feedback_result, *downloads]
+    history.select(pick_history_row, None, [reopen_id]).then(reopen_run, [reopen_id], reopen_outputs)
+    reopen.click(reopen_run, [reopen_id], reopen_outputs)
     return load_history, history

@@ -19,16 +19,17 @@ FAST_LEARNING = dict(enabled=True, rollouts_per_signal=2, signals_per_update=1, 
                      max_turns=1, max_new_tokens=16, poll_seconds=0.2, lora_r=4, lora_alpha=8)
 
 
-def app_config(data_dir: Path, model_dir: Path, ttrl: dict | None = None):
+def app_config(data_dir: Path, model_dir: Path, ttrl: dict | None = None, agent: dict | None = None):
     """The repository config with every role on `model_dir` and data under `data_dir`. Test-time learning
-    is off unless `ttrl` gives its settings (e.g. FAST_LEARNING), whatever mia.toml says."""
+    is off unless `ttrl` gives its settings (e.g. FAST_LEARNING), whatever mia.toml says; `agent`
+    overrides [agent] settings."""
     base = load_config(environ={})
     role = RoleConfig(backend="embedded", model_dir=str(model_dir), max_new_tokens=32)
     return replace(
         base,
         data_dir=data_dir,
         memory_url=f"sqlite:///{data_dir / 'memory.sqlite'}",
-        agent=replace(base.agent, max_turns=2, reflections=1),
+        agent=replace(base.agent, **{"max_turns": 2, "reflections": 1, **(agent or {})}),
         roles={name: role for name in base.roles},
         ttrl=LearningConfig(**(ttrl or {})),
     )
@@ -90,15 +91,17 @@ def write_users(path: Path) -> Path:
 
 
 def serve_app(root: Path, model_dir: Path, tools, embedder, *, with_logins: bool, read_only: bool = False,
-              ttrl: dict | None = None):
+              ttrl: dict | None = None, agent: dict | None = None, models: dict | None = None):
     """Start the whole app on 127.0.0.1:<free port>; returns (url, AppContext, stop).
 
-    With `ttrl` (settings with enabled=True), test-time learning runs in the background as `serve` runs it."""
+    With `ttrl` (settings with enabled=True), test-time learning runs in the background as `serve` runs it.
+    `agent`: [agent] settings to override; `models`: ChatModels by role in place of the tiny model's."""
     from app.auth import UserDirectory
     from app.session import AppContext
     from app.ui import launch
 
-    runtime = make_runtime(app_config(root / "data", model_dir, ttrl), tools, embedder)
+    runtime = make_runtime(app_config(root / "data", model_dir, ttrl, agent), tools, embedder)
+    runtime.agent.models.update(models or {})
     users = UserDirectory.load(write_users(root / "users.toml")) if with_logins else None
     learner = None
     if runtime.config.ttrl.enabled and not read_only:
@@ -125,6 +128,22 @@ def app_server(tmp_path_factory, tiny_model_dir, shared_tools, embedder):
     url, ctx, stop = serve_app(tmp_path_factory.mktemp("app"), tiny_model_dir, shared_tools, embedder, with_logins=True)
     yield url, ctx
     stop()
+
+
+@pytest.fixture(scope="module")
+def start_app(tmp_path_factory, tiny_model_dir, shared_tools, embedder):
+    """start_app(**serve_app options) -> (url, AppContext): the whole app on the tiny model (or the
+    `models` given), stopped after the module's tests."""
+    stops = []
+
+    def start(**options):
+        url, ctx, stop = serve_app(tmp_path_factory.mktemp("app"), tiny_model_dir, shared_tools, embedder, **options)
+        stops.append(stop)
+        return url, ctx
+
+    yield start
+    for stop in stops:
+        stop()
 
 
 @pytest.fixture

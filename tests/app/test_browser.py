@@ -23,11 +23,16 @@ def login(page, url: str, user: str, password: str) -> None:
     page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
 
 
+def question_box(page):
+    return page.locator("#question textarea, #question input").first
+
+
 def research(page, question: str = QUESTION) -> str:
-    page.locator("#question textarea").fill(question)
+    """Runs a question; returns the answer box's and the trace's text."""
+    question_box(page).fill(question)
     page.locator("#ask").click()
     page.locator("#trace").get_by_text("📊 Run summary").wait_for(timeout=90_000)
-    return page.locator("#trace").inner_text()
+    return page.locator("#answer-box").inner_text() + "\n" + page.locator("#trace").inner_text()
 
 
 def add_memory(ctx, namespace: str, question: str, summary: str = "Search each magazine, compare founding years."):
@@ -47,16 +52,18 @@ def test_a_question_shows_memories_plan_tool_steps_answer_and_summary(app_server
     page = new_page()
     login(page, url, "alice", "alice-pass")
     trace = research(page)
-    for expected in ("Memories:", "Plan", "search (turn 1)", "Answer:", "Verdict:", "Memory stored", "Run summary"):
+    for expected in ("Memories:", "Plan", "Step 1", "search “", "Verdict:", "Memory stored", "Run summary"):
         assert expected in trace
-    page.locator("#trace").get_by_text("search (turn 1)").first.click()  # a step opens to show its passages
-    assert "Arguments:" in page.locator("#trace").inner_text()
+    assert page.locator("#answer-box .answer-box").get_attribute("data-state") == "final"
+    page.locator("#trace").get_by_text("Step 1").first.click()  # a step opens to show its passages
+    assert "arguments:" in page.locator("#trace").inner_text()
     runs = ctx.runtime.runlog.list_runs("alice")
     assert runs and runs[0].question == QUESTION
 
-    page.locator("#question textarea").fill("   ")
+    question_box(page).fill("   ")
     page.locator("#ask").click()
     page.locator("#trace").get_by_text("The question is empty").wait_for()
+    page.locator('#answer-box .answer-box[data-state="failed"]').wait_for()
 
     # The finished run is in the history and reopens with its full trace.
     page.locator("#history").get_by_text("Your past runs").click()
@@ -64,7 +71,7 @@ def test_a_question_shows_memories_plan_tool_steps_answer_and_summary(app_server
     page.locator("#reopen-id input, #reopen-id textarea").first.fill(runs[0].run_id)
     page.locator("#reopen").click()
     page.locator("#trace").get_by_text("📊 Run summary").wait_for()
-    assert "search (turn 1)" in page.locator("#trace").inner_text()
+    assert "Step 1" in page.locator("#trace").inner_text()
 
 
 def test_thumbs_down_with_the_right_answer_relabels_the_memory(app_server, new_page):
@@ -142,7 +149,6 @@ def test_export_then_import_restores_a_deleted_memory(app_server, new_page, tmp_
     page.locator("#import-preview-text").get_by_text("1 memories").wait_for()
     assert "Who founded First for Women?" in page.locator("#import-preview").inner_text()
     assert ctx.runtime.store.count(namespace="carol") == 0  # a preview changes nothing
-    page.locator("#memory-delete-yes").click()  # delete asks first
     page.locator("#memory-import").click()
     page.locator("#import-result").get_by_text("Imported 1 memories").wait_for()
     assert ctx.runtime.store.get(memory.id, namespace="carol").question == "Who founded First for Women?"
@@ -197,7 +203,7 @@ def test_a_broken_image_gets_a_clear_message_and_the_app_keeps_serving(app_serve
     page = new_page()
     login(page, url, "bob", "bob-pass")
     page.locator("#image input[type=file]").set_input_files(str(broken))
-    page.locator("#question textarea").fill("What is shown in this picture?")
+    question_box(page).fill("What is shown in this picture?")
     page.locator("#ask").click()
     page.locator("#trace").get_by_text("is not an image that can be read").wait_for()
     page.get_by_role("tab", name="Learning").click()  # still serving
@@ -259,7 +265,7 @@ def test_a_long_run_does_not_block_another_users_page(read_only_server, new_page
     models["executor"] = SlowModel(models["executor"], delay=5.0)
     busy, other = new_page(), new_page()
     busy.goto(url)
-    busy.locator("#question textarea").fill(QUESTION)
+    question_box(busy).fill(QUESTION)
     busy.locator("#ask").click()
     busy.locator("#trace").get_by_text("🗺️ Plan").first.wait_for()  # the run is under way
     other.goto(url)

@@ -153,3 +153,20 @@ def test_feedback_queued_before_a_crash_is_recorded_once_when_the_app_starts_aga
     assert relabelled.correct is (not was_correct) and relabelled.provenance["verified"] is True
     assert {i: runtime.store.get(i, namespace="default").usage_count for i in used} == {i: n + 1 for i, n in counts.items()}
     assert [h.action for h in runtime.store.history(memory_id, namespace="default")].count("relabel") == 1
+
+
+def test_past_runs_show_the_persons_verdict_after_feedback_and_no_rows_for_refused_questions(runtime):
+    from app.research_tab import history_rows
+
+    ctx = AppContext(runtime)
+    run = finished_run(runtime, ground_truth="Arthur's Magazine")
+    list(runtime.agent.run(RunRequest("   ")))  # refused before it started: no past run
+    run_id = run["run_started"].run_id
+    [row] = history_rows(ctx, "default")
+    assert row[0] == run_id and row[4] == run["verdict"].label
+    flipped = "down" if run["verdict"].label == "correct" else "up"
+    send(runtime, ctx.queue, run_id, thumbs=flipped)
+    [row] = history_rows(ctx, "default")
+    assert row[4] == ("incorrect" if flipped == "down" else "correct") + " (your feedback)"
+    send(runtime, ctx.queue, run_id, comment="a comment gives no verdict")
+    assert history_rows(ctx, "default")[0][4].endswith("(your feedback)")

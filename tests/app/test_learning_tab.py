@@ -10,7 +10,7 @@ import pytest
 
 from app.auth import User, UserDirectory
 from app.learning_tab import load_learning, pause_learning, resume_learning, rollback_learning
-from app.render import ChatTranscript
+from app.render import RunTranscript
 from app.research_tab import feedback_changes, learning_state_line, queue_for_learning
 from app.session import AppContext
 from backend.agent import RunRequest
@@ -36,8 +36,8 @@ def view(ctx, who):
                            queue_text=queue_text, queue_rows=queue_rows)
 
 
-def research(runtime, question: str, namespace: str) -> tuple[ChatTranscript, bool]:
-    transcript, finished = ChatTranscript(), False
+def research(runtime, question: str, namespace: str) -> tuple[RunTranscript, bool]:
+    transcript, finished = RunTranscript(), False
     for event in runtime.agent.run(RunRequest(question, namespace=namespace)):
         transcript.add(event)
         finished = finished or event.kind == "run_finished"

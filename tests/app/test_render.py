@@ -1,15 +1,21 @@
 import json
 
-from app.render import ChatTranscript, esc, event_to_text, json_for_terminal, safe_url
+from app.render import RunLimits, RunTranscript, esc, event_to_text, json_for_terminal, safe_url, transcript_of
 from backend.events import (
     AnswerReady,
+    ExecutorThought,
     MemoriesRetrieved,
     MemoryStored,
     PlanReady,
+    Recovery,
+    ReflectionDecided,
     RunFailed,
+    RunFinished,
     RunStarted,
+    TextDelta,
     ToolCalled,
     ToolReturned,
+    VerdictReady,
 )
 
 SCRIPT = "<script>alert('x')</script>"
@@ -26,41 +32,173 @@ def test_only_http_urls_become_links():
     assert safe_url("https://example.org/a b(c)") == "https://example.org/a%20b%28c%29"
 
 
-def test_tool_call_and_response_share_one_collapsible_entry():
-    t = ChatTranscript()
-    t.add(RunStarted("r1", question=SCRIPT, namespace="default"))
-    t.add(PlanReady("r1", text="1. search", steps=["search " + SCRIPT]))
+def passage(title, text, source="wiki:hotpotqa", url=None):
+    return {"title": title, "text": text, "source": source, "score": 1.0, "url": url}
+
+
+DOC_URL = "doc://papers/notes%20on%20magazines.pdf#page=3"
+
+
+def a_run(at=100.0) -> list:
+    """A run in events: a plan, a step with a recovery, a thought and a search, a second step with
+    a document passage, the answer citing both, reflection, verdict."""
+    return [
+        RunStarted("r1", question="Which came first, A or B? " + SCRIPT, namespace="default", at=at),
+        PlanReady("r1", text="1. search", steps=["Search for " + SCRIPT, "Compare"], at=at + 1),
+        Recovery("r1", turn=1, reason="guided turn: no evidence yet", action="first action is search", at=at + 2),
+        ExecutorThought("r1", turn=1, text="I should look up A " + SCRIPT, at=at + 2),
+        ToolCalled("r1", turn=1, name="search", arguments={"query_list": ["Arthur's Magazine"]}, at=at + 2),
+        ToolReturned("r1", turn=1, name="search", ok=True, content="...", seconds=0.5, at=at + 4,
+                     passages=[passage("Arthur's Magazine", "Arthur's Magazine (1844-1846) was an American literary "
+                                       "periodical. " + SCRIPT)]),
+        ToolCalled("r1", turn=2, name="search", arguments={"query_list": ["First for Women"]}, at=at + 5),
+        ToolReturned("r1", turn=2, name="search", ok=True, content="...", seconds=0.25, at=at + 6,
+                     passages=[passage("notes on magazines.pdf", "First for Women was started in 1989.",
+                                       source="doc:papers", url=DOC_URL)]),
+        Recovery("r1", turn=2, reason="closed question: its answer is one of its options", action="chose A", at=at + 7),
+        AnswerReady("r1", text="Arthur's Magazine", at=at + 7, sources=[
+            {"n": 1, "title": "Arthur's Magazine", "url": None, "source": "wiki:hotpotqa",
+             "sentence": "Arthur's Magazine (1844-1846) was an American literary periodical."},
+            {"n": 2, "title": "notes on magazines.pdf", "url": DOC_URL, "source": "doc:papers",
+             "sentence": "First for Women was started in 1989."}]),
+    ]
+
+
+def finish(events, stopped=False):
+    return events + [RunFinished("r1", answer="Arthur's Magazine", stats={"llm_calls": 3}, stopped=stopped)]
+
+
+def test_the_answer_box_says_working_until_the_run_is_final_then_shows_its_verdict():
+    t = RunTranscript()
+    assert 'data-state="idle"' in t.answer_html()
+    events = a_run()
+    for e in events[:3]:
+        t.add(e)
+    assert 'data-state="working"' in t.answer_html() and "working…" in t.answer_html()
+    for e in events[3:]:
+        t.add(e)
+    box = t.answer_html()
+    assert 'data-state="working"' in box and "Arthur&#x27;s Magazine" in box
+    assert "reflection may still revise it" in box  # an answer before reflection is not final
+    t.add(ReflectionDecided("r1", replan=False, round=1))
+    t.add(VerdictReady("r1", label="correct", method="exact-match", ground_truth="Arthur's Magazine"))
+    assert 'data-state="working"' in t.answer_html()
+    t.add(RunFinished("r1", answer="Arthur's Magazine", stats={}))
+    box = t.answer_html()
+    assert 'data-state="final"' in box and ">final<" in box and "revise" not in box
+    assert "Verdict: <b>correct</b>" in box
+
+
+def test_citations_open_the_passage_as_retrieved_escaped_with_the_documents_page():
+    t = transcript_of(finish(a_run()))
+    box = t.answer_html()
+    assert "<script>" not in box and "&lt;script&gt;" in box
+    # each mark [n] opens the panel of the same key, which holds the passage's text
+    for n in (1, 2):
+        assert f'data-cite="r1:cite:{n}"' in box and f'<details class="citation" data-key="r1:cite:{n}">' in box
+    first = box.split('data-key="r1:cite:1">')[1].split("</details>")[0]
+    assert "was an American literary periodical. &lt;script&gt;" in first  # the whole passage, not just the sentence
+    second = box.split('data-key="r1:cite:2">')[1].split("</details>")[0]
+    assert "document notes on magazines.pdf (collection papers), page 3" in second
+    assert "First for Women was started in 1989." in second
+    assert "href=" not in second  # a doc:// locator is no link
+
+
+def test_a_citation_never_links_anything_but_http():
+    t = RunTranscript()
+    t.add(RunStarted("r1", question="Q", namespace="default"))
+    t.add(AnswerReady("r1", text="A", sources=[{"n": 1, "title": "T", "url": "javascript:alert(1)", "source": "web",
+                                                 "sentence": "s"}]))
+    t.add(RunFinished("r1", answer="A"))
+    assert "href" not in t.answer_html()
+
+
+def test_a_stopped_run_is_marked_stopped_with_the_answer_so_far():
+    events = a_run()[:-1] + [AnswerReady("r1", text="Arthur's Magazine", forced=True, reason="stopped by the user")]
+    box = transcript_of(finish(events, stopped=True)).answer_html()
+    assert 'data-state="stopped"' in box and "not judged and no memory was stored" in box
+    assert "Answer forced" not in box
+    before_any = transcript_of([RunStarted("r1", question="Q", namespace="d"),
+                                RunFinished("r1", answer="", stopped=True)]).answer_html()
+    assert 'data-state="stopped"' in before_any and "Stopped before any answer" in before_any
+
+
+def test_a_failed_run_shows_its_message_in_the_answer_box():
+    t = transcript_of([RunFailed("r1", message="The question is empty: type a question to research. " + SCRIPT)])
+    box = t.answer_html()
+    assert 'data-state="failed"' in box and "The question is empty" in box and "<script>" not in box
+    assert "The question is empty" in t.trace_html()
+
+
+def test_the_trace_is_one_line_per_step_with_recoveries_and_thoughts_in_its_details():
+    trace = transcript_of(finish(a_run())).trace_html()
+    assert "<script>" not in trace
+    steps = trace.split('<details class="entry step"')[1:]
+    assert len(steps) == 2
+    summary, details = steps[0].split("</summary>")[0], steps[0].split("</summary>")[1]
+    assert "Step 1" in summary and "search “Arthur&#x27;s Magazine” → 1 passage: Arthur&#x27;s Magazine" in summary
+    assert "1 recovery" in summary and "0.5 s" in summary
+    assert "I should look up" not in summary  # the thought is in the details
+    assert "Thought:</b> I should look up A &lt;script&gt;" in details
+    assert "guided turn: no evidence yet → first action is search" in details
+    second = steps[1].split("</summary>")[0]
+    assert "search “First for Women” → 1 passage" in second and "answered “Arthur&#x27;s Magazine”" in second
+    assert "closed question" in steps[1].split("</summary>")[1]  # its recovery, under its own step
+    assert trace.count("Recovery:") == 2  # no recovery row of its own
+    assert "🗺️ Plan · 2 steps: Search for &lt;script&gt;" in trace
+    assert "📊 Run summary" in trace
+
+
+def test_a_pending_tool_call_shows_in_its_step_line_until_it_returns():
+    t = RunTranscript()
+    t.add(RunStarted("r1", question="Q", namespace="default"))
     t.add(ToolCalled("r1", turn=1, name="search", arguments={"query_list": ["q"]}))
-    assert t.messages[-1]["metadata"]["status"] == "pending"
-    t.add(
-        ToolReturned(
-            "r1", turn=1, name="search", ok=True, content="...", seconds=0.5,
-            passages=[{"title": "Arthur's Magazine", "text": SCRIPT, "source": "wiki:hotpotqa", "score": 1.0, "url": None}],
-        )
-    )
-    tool_entry = t.messages[-1]
-    assert len(t.messages) == 3
-    assert tool_entry["metadata"]["status"] == "done" and tool_entry["metadata"]["duration"] == 0.5
-    assert "Arthur's Magazine" in tool_entry["content"] or "Arthur&#x27;s Magazine" in tool_entry["content"]
-    for message in t.messages:
-        assert "<script>" not in message["content"]
+    assert "search “q” → searching…" in t.trace_html()
+    t.add(ToolReturned("r1", turn=1, name="search", ok=False, content="", error="the index is not ready"))
+    assert "❌ the index is not ready" in t.trace_html() and "searching…" not in t.trace_html()
 
 
-def test_memories_failures_and_answers_render():
-    t = ChatTranscript()
-    t.add(
-        MemoriesRetrieved(
-            "r1",
-            successful=[{"id": "abcdef123456", "question": "Q", "summary": "S", "win_rate": 1.0, "score": 0.9}],
-            failed=[],
-        )
-    )
-    assert "1 successful, 0 failed" in t.messages[-1]["metadata"]["title"]
-    assert t.used_memory_ids == ["abcdef123456"]
-    t.add(AnswerReady("r1", text="Arthur's Magazine", sources=[{"title": "T", "url": "javascript:x", "source": "web"}]))
-    assert "javascript" not in t.messages[-1]["content"]
-    t.add(RunFailed("r1", message="The question is empty: type a question to research."))
-    assert "question is empty" in t.messages[-1]["content"]
+def test_text_deltas_stream_into_their_step_and_the_next_event_replaces_them():
+    t = RunTranscript()
+    t.add(RunStarted("r1", question="Q", namespace="default"))
+    t.add(TextDelta("r1", turn=1, text="<think>Tinted "))
+    t.add(TextDelta("r1", turn=1, text="Windows"))
+    trace = t.trace_html()
+    assert "writing…" in trace and "&lt;think&gt;Tinted Windows" in trace and "<think>" not in trace
+    t.add(ExecutorThought("r1", turn=1, text="Tinted Windows"))
+    trace = t.trace_html()
+    assert "writing…" not in trace and "Tinted Windows" in trace
+    assert [type(e).__name__ for e in t.events] == ["RunStarted", "ExecutorThought"]  # deltas are not kept
+
+
+def test_the_rough_eta_goes_by_the_pace_so_far_and_the_time_limit():
+    limits = RunLimits(max_seconds=600, turns=4, supplement_turns=2, reflections=1)
+    t = RunTranscript()
+    t.add(RunStarted("r1", question="Q", namespace="default", at=1000.0))
+    assert "no step has run yet" in t.eta_text(limits, now=1010.0)
+    assert "within 9 min 50 s" in t.eta_text(limits, now=1010.0)
+    t.add(ToolCalled("r1", turn=1, name="search", arguments={}, at=1010.0))
+    t.add(ToolCalled("r1", turn=2, name="search", arguments={}, at=1020.0))
+    # 2 steps begun in 20 s: 10 s a step; up to 2 more of 4, then reflection and the verdict: 4 x 10 s
+    eta = t.eta_text(limits, now=1030.0)
+    assert eta.startswith("About 40 s left (rough: 10 s per step so far, up to 2 more steps of 4")
+    assert "within 9 min 30 s" in eta
+    assert t.eta_text(RunLimits(max_seconds=50, turns=4, supplement_turns=2, reflections=1), now=1030.0).startswith(
+        "About 20 s left")  # capped by the time limit
+    t.add(RunFinished("r1", answer=""))
+    assert t.eta_text(limits, now=1030.0) == ""
+
+
+def test_retrieved_memories_link_to_the_memory_view_and_nothing_else():
+    t = RunTranscript()
+    good, bad = "3f2b1c9e-aaaa-bbbb-cccc-0123456789ab", "x\"><script>alert(1)</script>"
+    t.add(MemoriesRetrieved("r1", successful=[{"id": good, "question": "Q", "summary": "S", "win_rate": 0.5, "score": 0.9}],
+                            failed=[{"id": bad, "question": "Q", "summary": "S", "win_rate": 0.0, "score": 0.1}]))
+    trace = t.trace_html()
+    assert f'href="?memory={good}"' in trace
+    assert "<script>" not in trace and trace.count("href=") == 1
+    assert "1 successful, 1 failed" in trace
+    assert t.used_memory_ids == [good, bad]
 
 
 def test_terminal_text_for_each_kind():
@@ -90,32 +228,6 @@ def test_a_stored_memory_says_how_its_text_was_made():
 
     assert event_to_text(stored("model")).startswith("Memory stored [01234567] (incorrect, human, summary by model): ")
     assert "(incorrect, human, kept as a case: plan and outcome): Plan: Search X." in event_to_text(stored("case"))
-    t = ChatTranscript()
+    t = RunTranscript()
     t.add(stored("case"))
-    assert "kept as a case: plan and outcome" in t.messages[-1]["content"]
-
-
-def test_retrieved_memories_link_to_the_memory_view():
-    t = ChatTranscript()
-    good, bad = "3f2b1c9e-aaaa-bbbb-cccc-0123456789ab", "x)](javascript:alert(1)"
-    t.add(MemoriesRetrieved("r1", successful=[{"id": good, "question": "Q", "summary": "S", "win_rate": 0.5, "score": 0.9}],
-                            failed=[{"id": bad, "question": "Q", "summary": "S", "win_rate": 0.0, "score": 0.1}]))
-    body = t.messages[-1]["content"]
-    assert f"(?memory={good})" in body
-    assert "javascript" not in body.split("failure lesson")[1].split(":")[0]
-    assert "?memory=x" not in body
-
-
-def test_text_deltas_stream_into_one_draft_that_the_next_step_replaces():
-    from backend.events import ExecutorThought, TextDelta
-
-    t = ChatTranscript()
-    t.add(RunStarted("r1", question="Q", namespace="default"))
-    t.add(TextDelta("r1", turn=1, text="<think>Tinted "))
-    t.add(TextDelta("r1", turn=1, text="Windows"))
-    assert len(t.messages) == 2
-    draft = t.messages[-1]
-    assert draft["metadata"]["status"] == "pending" and "Tinted Windows" in draft["content"]
-    assert "<think>" not in draft["content"]
-    t.add(ExecutorThought("r1", turn=1, text="Tinted Windows"))
-    assert len(t.messages) == 2 and "Thought" in t.messages[-1]["metadata"]["title"]
+    assert "kept as a case: plan and outcome" in t.trace_html()

@@ -1,0 +1,307 @@
+"""A run to take away: a Markdown report for people and the run's events as JSON, both built from
+the run's events (live, or reopened from the run log) through backend.replay.
+
+Pure functions; app/research_tab.py writes their text into the user's own download folder. What came
+from a model, a page or a document is data: escaped in the Markdown as the page escapes it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from backend.events import Event, RunStarted, TextDelta, ToolCalled, ToolReturned
+from backend.executor import Step
+from backend.replay import RunRecord, replay
+
+REPORT_FORMAT = "mia-run"
+REPORT_VERSION = 1
+DOC_SCHEME = "doc://"
+_MD_SPECIALS = "\\`*_[]|#<>"
+
+
+def md(text: object) -> str:
+    """Text made inert in Markdown: HTML and markdown's link, emphasis and table triggers escaped."""
+    escaped = str(text if text is not None else "")
+    for ch in _MD_SPECIALS:
+        escaped = escaped.replace(ch, "\\" + ch)
+    return escaped.replace("\r", "")
+
+
+def _one_line(text: object, limit: int = 0) -> str:
+    flat = re.sub(r"\s+", " ", str(text if text is not None else "")).strip()
+    return flat if not limit or len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+# -- where a passage comes from ------------------------------------------------------------------
+@dataclass(frozen=True)
+class DocumentPlace:
+    """A document passage's place, read from its `doc://<collection>/<file>#page=N` locator."""
+
+    collection: str
+    file: str
+    shared: bool = False
+    page: int | None = None
+    section: str | None = None
+
+
+def document_place(url: str | None) -> DocumentPlace | None:
+    """The collection, file and page (or section) of a `doc://` locator; None for anything else."""
+    if not url or not url.startswith(DOC_SCHEME):
+        return None
+    body, _, fragment = url[len(DOC_SCHEME):].partition("#")
+    parts = [unquote(part) for part in body.split("/") if part]
+    shared = len(parts) > 2 and parts[0] == "shared"
+    if shared:
+        parts = parts[1:]
+    if len(parts) < 2:
+        return None
+    key, _, value = fragment.partition("=")
+    page = int(value) if key == "page" and value.isdigit() else None
+    section = unquote(value) if key == "section" and value else None
+    return DocumentPlace(collection=parts[0], file="/".join(parts[1:]), shared=shared, page=page, section=section)
+
+
+def is_document(passage: dict) -> bool:
+    return str(passage.get("source") or "").startswith("doc:") or document_place(passage.get("url")) is not None
+
+
+def source_label(passage: dict) -> str:
+    """Where a passage or a citation comes from, in words: the document and its page, the wiki, the web."""
+    place = document_place(passage.get("url"))
+    if place is not None:
+        where = f"page {place.page}" if place.page is not None else (f"section “{place.section}”" if place.section else "")
+        scope = "shared collection" if place.shared else "collection"
+        return f"document {place.file} ({scope} {place.collection})" + (f", {where}" if where else "")
+    source = str(passage.get("source") or "")
+    if source.startswith("doc:"):
+        return f"document ({source[4:] or 'collection'})"
+    if source.startswith("wiki:"):
+        return f"wiki ({source[5:]})"
+    return {"web": "web search", "page": "web page", "image-index": "image index"}.get(source, source or "retrieved")
+
+
+def web_link(url: str | None) -> str | None:
+    """An http(s) address with every character that could end a link percent-encoded, else None
+    (a doc:// locator or anything else is not a link)."""
+    if not url or not url.lower().startswith(("http://", "https://")):
+        return None
+    return quote(url, safe=":/?#@!$&'*+,;=%-._~")
+
+
+# -- the passages a run retrieved ------------------------------------------------------------------
+def retrieved_passages(events: Iterable[Event]) -> list[dict]:
+    """Every passage the run's tools returned, in order (the text as retrieved)."""
+    return [p for e in events if isinstance(e, ToolReturned) for p in e.passages]
+
+
+def cited_passage(citation: dict, passages: Sequence[dict]) -> dict | None:
+    """The retrieved passage a citation points at: same locator (or, without one, same title), the
+    one holding the cited sentence first."""
+    url, title, sentence = citation.get("url"), citation.get("title"), (citation.get("sentence") or "").strip()
+    same = [p for p in passages if (url and p.get("url") == url) or (not url and p.get("title") == title)]
+    if not same and url:
+        same = [p for p in passages if p.get("title") == title and not p.get("url")]
+    if not same:
+        return None
+    if sentence:
+        holding = [p for p in same if sentence[:80] in (p.get("text") or "")]
+        if holding:
+            return max(holding, key=lambda p: len(p.get("text") or ""))
+    return max(same, key=lambda p: len(p.get("text") or ""))
+
+
+# -- the steps a run took --------------------------------------------------------------------------
+def unrecorded_steps(events: Sequence[Event], record: RunRecord) -> list[Step]:
+    """Tool steps the events show but no StepTaken recorded: a run stopped (or failed) inside an
+    Executor round ends before its round's steps are logged."""
+    done = max((s.turn for s in record.steps), default=0)
+    steps: list[Step] = []
+    for event in events:
+        if isinstance(event, ToolCalled) and event.turn > done:
+            steps.append(Step(turn=event.turn, tool=event.name, arguments=dict(event.arguments)))
+        elif isinstance(event, ToolReturned) and event.turn > done and steps and steps[-1].turn == event.turn:
+            steps[-1].ok = event.ok
+            steps[-1].titles = [p.get("title", "") for p in event.passages]
+    return steps
+
+
+def query_text(arguments: dict, limit: int = 200) -> str:
+    """What a tool call asked for, in a line: its queries quoted, else its arguments as JSON."""
+    texts: list[str] = []
+    for value in arguments.values():
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, list):
+            texts.extend(str(v) for v in value if isinstance(v, (str, int, float)))
+    if texts:
+        return _one_line(", ".join(f"“{t}”" for t in texts), limit)
+    return _one_line(json.dumps(arguments, ensure_ascii=False), limit) if arguments else ""
+
+
+def run_status(record: RunRecord) -> str:
+    """final | stopped | failed | unfinished"""
+    if record.failure is not None:
+        return "failed"
+    if record.finished is None:
+        return "unfinished"
+    return "stopped" if record.finished.stopped else "final"
+
+
+def _when(moment: float | None) -> str:
+    if moment is None:
+        return "-"
+    return datetime.fromtimestamp(moment, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def stats_text(stats: dict) -> str:
+    return (
+        f"{int(stats.get('llm_calls', 0))} LLM calls, {int(stats.get('prompt_tokens', 0))} prompt + "
+        f"{int(stats.get('completion_tokens', 0))} completion tokens, {int(stats.get('tool_calls', 0))} tool calls, "
+        f"{stats.get('wall_seconds', 0):.1f} s (LLM {stats.get('llm_seconds', 0):.1f} s, tools {stats.get('tool_seconds', 0):.1f} s)"
+    )
+
+
+def _blockquote(text: str) -> list[str]:
+    return [f"   > {md(line)}" if line.strip() else "   >" for line in (text or "").strip().splitlines()] or ["   >"]
+
+
+STATUS_WORDS = {
+    "final": "final (after reflection)",
+    "stopped": "stopped by the user: the answer so far, not judged, no memory stored",
+    "failed": "failed",
+    "unfinished": "unfinished (the run log ends before the run did)",
+}
+
+
+def report_markdown(events: Sequence[Event], *, feedback_label: str | None = None) -> str:
+    """The run as a Markdown report: question, answer, citations with the passages they cite, the
+    plan(s), the steps, reflection, verdict and memory. `feedback_label`: a person's later verdict."""
+    events = [e for e in events if not isinstance(e, TextDelta)]
+    record = replay(events)
+    passages = retrieved_passages(events)
+    status = run_status(record)
+    started = record.started
+    lines = [f"# Research report: {md(_one_line(record.question) or '(no question)')}", ""]
+    lines += [f"- Run: `{md(record.run_id)}`", f"- Started: {_when(started.at if started else None)}",
+              f"- Status: {STATUS_WORDS[status]}"]
+    if started is not None and started.ground_truth:
+        lines.append(f"- Right answer given: {md(started.ground_truth)}")
+    if started is not None and started.image:
+        lines.append(f"- Image attached; caption: {md(started.caption or 'none')} (from {md(started.caption_source or '-')})")
+    lines.append("")
+
+    answer = record.last_answer_event
+    lines += ["## Answer", ""]
+    if record.failure is not None:
+        lines += [f"The run failed: {md(record.failure.message)}", ""]
+    if answer is not None:
+        marks = "".join(f" [{c.get('n', i)}]" for i, c in enumerate(answer.sources, 1))
+        lines += [f"**{md(answer.text or '(no answer)')}**{marks}", ""]
+        if answer.forced:
+            lines += [f"_Answer forced: {md(answer.reason)}._", ""]
+        if record.first_answer and record.first_answer != answer.text:
+            lines += [f"Before the replan the answer was: {md(record.first_answer)}", ""]
+    elif record.failure is None:
+        lines += ["No answer was given." if status != "stopped" else "The run was stopped before any answer.", ""]
+    if record.verdict is not None:
+        v = record.verdict
+        how = (f"verified against the right answer {md(v.ground_truth)} ({md(v.method)})" if v.verified
+               else f"unverified: the Judge's opinion without a right answer ({md(v.method)}"
+                    + (f", confidence {v.confidence:.2f}" if v.confidence is not None else "") + ")")
+        lines += [f"**Verdict:** {md(v.label)}, {how}", ""]
+    if feedback_label:
+        lines += [f"**Your feedback:** {md(feedback_label)}", ""]
+
+    lines += ["## Sources", ""]
+    if answer is not None and answer.sources:
+        for i, citation in enumerate(answer.sources, 1):
+            n = citation.get("n", i)
+            link = web_link(citation.get("url"))
+            where = source_label(citation)
+            locator = f" — <{link}>" if link else (f" — {md(citation.get('url'))}" if citation.get("url") else "")
+            lines.append(f"{n}. **{md(citation.get('title') or '(untitled)')}** ({md(where)}){locator}")
+            if citation.get("sentence"):
+                lines.append(f"   - Cited sentence: “{md(_one_line(citation['sentence']))}”")
+            passage = cited_passage(citation, passages)
+            if passage is not None and passage.get("text"):
+                lines.append("   - Passage as retrieved:")
+                lines += _blockquote(passage["text"])
+            else:
+                lines.append("   - (the passage's text is not in this run's events)")
+        lines.append("")
+    elif answer is not None and answer.text:
+        lines += ["No retrieved passage states this answer.", ""]
+    else:
+        lines += ["None.", ""]
+
+    lines += ["## Plan", ""]
+    if not record.plans:
+        lines += ["No plan (this method does not plan, or the run ended first).", ""]
+    for plan in record.plans:
+        if plan.revision:
+            lines += [f"### Supplementary plan (after reflection {plan.revision})", ""]
+        lines += [f"{i}. {md(step)}" for i, step in enumerate(plan.steps, 1)] or ["(no steps)"]
+        if plan.recovered:
+            lines.append(f"\n_Recovery: {md(plan.recovered)}_")
+        lines.append("")
+
+    steps = list(record.steps) + unrecorded_steps(events, record)
+    lines += ["## Steps", ""]
+    if not steps:
+        lines += ["No Executor steps.", ""]
+    for step in steps:
+        if step.tool:
+            found = "; ".join(md(t) for t in step.titles) or ("error" if step.ok is False else "nothing")
+            lines.append(f"- Turn {step.turn}: {md(step.tool)} {md(query_text(step.arguments))} → {found}")
+        elif step.answer is not None:
+            lines.append(f"- Turn {step.turn}: answered {md(step.answer)}")
+        else:
+            lines.append(f"- Turn {step.turn}: no action")
+        if step.think:
+            lines.append(f"  - Thought: {md(_one_line(step.think, 600))}")
+        if step.recovery:
+            lines.append(f"  - Recovery: {md(step.recovery)}")
+    lines.append("")
+
+    if record.reflections:
+        lines += ["## Reflection", ""]
+        lines += [f"- Round {r.round}: {'replan' if r.replan else 'the answer stands'}" for r in record.reflections]
+        lines.append("")
+    if record.memory_stored is not None:
+        m = record.memory_stored
+        lines += ["## Memory stored", "",
+                  f"`{md(m.memory_id)}` ({'correct' if m.correct else 'incorrect'}, {md(m.question_type)}): "
+                  f"{md(_one_line(m.summary, 2000))}", ""]
+    if record.finished is not None:
+        lines += ["## Run summary", "", stats_text(record.finished.stats), ""]
+    return "\n".join(lines)
+
+
+def run_json(events: Sequence[Event]) -> str:
+    """The run as JSON: its events as the run log keeps them (event dicts, TextDelta left out)."""
+    kept = [e for e in events if not isinstance(e, TextDelta)]
+    started = next((e for e in kept if isinstance(e, RunStarted)), None)
+    document = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "run_id": kept[0].run_id if kept else "",
+                "question": started.question if started else "", "events": [e.to_dict() for e in kept]}
+    return json.dumps(document, ensure_ascii=False, indent=1)
+
+
+def report_names(run_id: str) -> tuple[str, str]:
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", run_id or "run")[:40] or "run"
+    return f"mia-report-{safe}.md", f"mia-run-{safe}.json"
+
+
+def write_report_files(events: Sequence[Event], folder: Path, *, feedback_label: str | None = None) -> tuple[Path, Path]:
+    """The Markdown report and the JSON run, written into `folder`; returns their paths."""
+    kept = [e for e in events if not isinstance(e, TextDelta)]
+    md_name, json_name = report_names(kept[0].run_id if kept else "run")
+    md_path, json_path = folder / md_name, folder / json_name
+    md_path.write_text(report_markdown(kept, feedback_label=feedback_label), encoding="utf-8")
+    json_path.write_text(run_json(kept), encoding="utf-8")
+    return md_path, json_path
