@@ -147,7 +147,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from app.ui import serve
+    from app.ui import PortInUseError, serve
 
     from app.auth import AuthError, UserDirectory
 
@@ -168,7 +168,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    serve(config, host=host, port=port, users=users, read_only=args.read_only)
+    try:
+        serve(config, host=host, port=port, users=users, read_only=args.read_only)
+    except PortInUseError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     return 0
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 
 import gradio as gr
 from starlette.middleware import Middleware
@@ -71,24 +73,71 @@ def build_ui(ctx: AppContext) -> gr.Blocks:
     return demo
 
 
+class PortInUseError(OSError):
+    """The port to serve on is taken; the message names it and the option that picks another."""
+
+
+def port_in_use(host: str, port: int) -> PortInUseError | None:
+    """Whether `host:port` cannot be bound (as the server would bind it), as the error to report;
+    None when it can (or when the address itself is the problem: the server then says so)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except OSError:
+        return None
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is no owner
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            other = port + 1 if port < 65535 else 7861
+            if exc.errno == errno.EADDRINUSE:
+                why = "is already in use: another program, or the app already running, listens there. Stop it, or"
+            elif exc.errno == errno.EACCES:
+                why = "cannot be opened by this user (ports below 1024 need extra rights);"
+            else:
+                return None
+            return PortInUseError(f"Port {port} on {host} {why} start on another port with --port, "
+                                  f"e.g. `python -m app --port {other}`.")
+    return None
+
+
+# Gradio's footer links: no "API" page (it lists the UI's internal endpoints by their function names)
+# and no "Runs" page (it would keep every question and answer in the browser).
+FOOTER_LINKS = ["gradio", "settings"]
+
+
 def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool = False):
     """Start serving; runs queue separately so one user's long run does not block another's page.
-    With logins, sign-in is throttled and each user's files are served to that user alone."""
+    With logins, sign-in is throttled and each user's files are served to that user alone. A port
+    already taken raises PortInUseError (a sentence naming the port and --port)."""
+    busy = port_in_use(host, port)
+    if busy is not None:
+        raise busy
     demo = build_ui(ctx)
     auth = LoginGuard(ctx.users) if ctx.users is not None else None
     middleware = [Middleware(ClientAddress), Middleware(OwnFilesOnly, files=ctx.files)] if auth else []
     demo.queue(default_concurrency_limit=8)
-    demo.launch(
-        server_name=host, server_port=port, show_error=True, auth=auth, app_kwargs={"middleware": middleware},
-        auth_message=("Sign in with the account the demo's host gave you. After several wrong passwords, "
-                      "sign-in pauses for a while.") if auth else None,
-        max_file_size=ctx.runtime.config.app.max_image_bytes, prevent_thread_lock=prevent_thread_lock,
-        ssr_mode=False, quiet=True,
-    )
+    try:
+        demo.launch(
+            server_name=host, server_port=port, show_error=True, auth=auth, app_kwargs={"middleware": middleware},
+            auth_message=("Sign in with the account the demo's host gave you. After several wrong passwords, "
+                          "sign-in pauses for a while.") if auth else None,
+            max_file_size=ctx.runtime.config.app.max_image_bytes, prevent_thread_lock=prevent_thread_lock,
+            ssr_mode=False, quiet=True, footer_links=FOOTER_LINKS, run_history=False,
+        )
+    except OSError as exc:  # taken between the check and Gradio's own bind
+        busy = port_in_use(host, port)
+        if busy is not None:
+            raise busy from exc
+        raise
     return demo
 
 
 def serve(config: Config, *, host: str, port: int, users: UserDirectory | None = None, read_only: bool = False) -> None:
+    """Build the runtime and serve it; a port already taken raises PortInUseError before anything loads."""
+    busy = port_in_use(host, port)
+    if busy is not None:
+        raise busy
     print("Preparing the models, the search index and the memory store (first start takes a few minutes)...", flush=True)
     runtime = build_runtime(config, progress=True, dense_in_background=True)
     learner = None

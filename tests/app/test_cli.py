@@ -24,3 +24,21 @@ def test_hash_password_prints_a_verifiable_hash(monkeypatch, capsys):
     assert main(["hash-password", "--stdin"]) == 0
     printed = capsys.readouterr().out.strip()
     assert printed.startswith("scrypt$") and verify_password("correct horse", printed)
+
+
+def test_a_busy_port_is_named_with_the_option_that_picks_another(monkeypatch, capsys):
+    import socket
+
+    import app.ui
+
+    def no_runtime(*args, **kwargs):
+        raise AssertionError("the runtime is not built when the port is taken")
+
+    monkeypatch.setattr(app.ui, "build_runtime", no_runtime)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"Port {port} on 127.0.0.1 is already in use" in err and "--port" in err and "Traceback" not in err
