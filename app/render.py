@@ -334,7 +334,7 @@ class RunTranscript:
         if self.first_turn_at is None:
             return f"Rough estimate: no step has run yet, so no pace to go by; {cap}."
         turns_begun = len(self.steps)
-        per_step = max(0.0, now - self.first_turn_at) / max(turns_begun, 1)
+        per_step = elapsed / max(turns_begun, 1)  # planning included: rough, and never 0 as a step begins
         revision = self.plans[-1].revision if self.plans else 0
         round_cap = limits.turns if revision == 0 else limits.supplement_turns
         in_round = len(self._round_turns.get(revision, ()))

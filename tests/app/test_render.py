@@ -179,9 +179,10 @@ def test_the_rough_eta_goes_by_the_pace_so_far_and_the_time_limit():
     assert "within 9 min 50 s" in t.eta_text(limits, now=1010.0)
     t.add(ToolCalled("r1", turn=1, name="search", arguments={}, at=1010.0))
     t.add(ToolCalled("r1", turn=2, name="search", arguments={}, at=1020.0))
-    # 2 steps begun in 20 s: 10 s a step; up to 2 more of 4, then reflection and the verdict: 4 x 10 s
+    # 30 s for 2 steps begun (planning included): 15 s a step; up to 2 more of 4, then reflection
+    # and the verdict: 4 x 15 s
     eta = t.eta_text(limits, now=1030.0)
-    assert eta.startswith("About 40 s left (rough: 10 s per step so far, up to 2 more steps of 4")
+    assert eta.startswith("About 1 min 00 s left (rough: 15 s per step so far, up to 2 more steps of 4")
     assert "within 9 min 30 s" in eta
     assert t.eta_text(RunLimits(max_seconds=50, turns=4, supplement_turns=2, reflections=1), now=1030.0).startswith(
         "About 20 s left")  # capped by the time limit
