@@ -1,4 +1,11 @@
-"""Screenshots of each view after a real run on the embedded SmolLM2, saved to docs/screenshots/.
+"""Screenshots of each view after real runs on the embedded SmolLM2, saved to docs/screenshots/, at
+1280×800 (the research page as the viewport shows it; the other views whole):
+
+    research-working.png  a run under way: the answer box marked working…, with its rough time left
+    research-answer.png   the final answer first, one of its sources opened
+    research-trace.png    the trace below it, the plan and a step opened
+    feedback.png, memory.png, memory-import.png (an export imported back: skip or replace),
+    learning.png, settings.png
 
     .venv/bin/python tests/app/make_screenshots.py [--out docs/screenshots]
     .venv/bin/python tests/app/make_screenshots.py --learning-from .mia/ttrl-bench/app   # the Learning view only
@@ -27,11 +34,7 @@ sys.path[:0] = [str(HERE.parents[1]), str(HERE)]
 
 from conftest import CHROMIUM_ARGS, REPO, SHARED_INDEX_DIR, free_port, make_runtime  # noqa: E402
 
-SCROLL_TRACE_TO_TOP = """() => {
-  for (const el of document.querySelectorAll('#trace *')) {
-    if (el.scrollHeight > el.clientHeight + 10) el.scrollTop = 0;
-  }
-}"""
+VIEWPORT = {"width": 1280, "height": 800}
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
 
 
@@ -65,7 +68,7 @@ def learning_screenshot(data_dir: Path, out: Path) -> None:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport=VIEWPORT)
             page.goto(f"http://127.0.0.1:{port}/")
             page.get_by_role("tab", name="Learning").click()
             page.locator("#queue-length").get_by_text("feedback items").wait_for(timeout=60_000)
@@ -100,26 +103,30 @@ def main() -> None:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport=VIEWPORT, accept_downloads=True)
             page.set_default_timeout(60_000)
             page.goto(f"http://127.0.0.1:{port}/")
-            for _ in range(2):  # the second run retrieves the first one's memory
-                page.locator("#question textarea").fill(QUESTION)
+            box = page.locator("#answer-box")
+            for run in range(2):  # the second run retrieves the first one's memory
+                page.locator("#question textarea, #question input").first.fill(QUESTION)
                 page.locator("#ground-truth input, #ground-truth textarea").first.fill("Arthur's Magazine")
                 started = time.perf_counter()
                 page.locator("#ask").click()
-                summary = page.locator("#trace").get_by_text("📊 Run summary")
-                summary.wait_for(state="detached", timeout=60_000)
-                summary.wait_for(timeout=600_000)
+                box.locator('[data-state="working"]').wait_for()
+                if run == 1:
+                    page.locator("#trace").get_by_text("Step 1").wait_for(timeout=600_000)
+                    page.screenshot(path=str(out / "research-working.png"))
+                box.locator('[data-state="final"]').wait_for(timeout=900_000)
                 print(f"run took {time.perf_counter() - started:.0f} s", flush=True)
-            page.screenshot(path=str(out / "research-answer.png"), full_page=True)
-            trace = page.locator("#trace")
-            for title in ("🧠 Memories", "🗺️ Plan", "🔧 search"):
-                entry = trace.get_by_text(title).filter(visible=True).first
-                if entry.count():
-                    entry.click()
-            page.evaluate(SCROLL_TRACE_TO_TOP)
-            page.screenshot(path=str(out / "research-plan.png"), full_page=True)
+            marks = box.locator("button.cite")
+            if marks.count():
+                marks.first.click()
+            page.evaluate("window.scrollTo(0, 0)")
+            page.screenshot(path=str(out / "research-answer.png"))
+            for entry in ("details.plan", "details.step"):
+                page.locator(f"#trace {entry} summary").first.click()
+            page.locator("#trace").evaluate("el => { el.scrollIntoView({block: 'start'}); window.scrollBy(0, -50); }")
+            page.screenshot(path=str(out / "research-trace.png"))
 
             page.locator("#thumbs-up").click()
             page.locator("#feedback-result").get_by_text("Queued for test-time learning").wait_for()
@@ -130,6 +137,18 @@ def main() -> None:
             page.locator("#memory-table").get_by_text(QUESTION).filter(visible=True).first.click()
             page.locator("#memory-detail-text").get_by_text("Win rate").wait_for()
             page.screenshot(path=str(out / "memory.png"), full_page=True)
+
+            page.locator("#transfer").get_by_text("Export and import").click()
+            page.locator("#memory-export").click()
+            link = page.locator("#export-file a").first
+            link.wait_for()
+            with page.expect_download() as download:
+                link.click()
+            exported = Path(tempfile.mkdtemp(prefix="mia-export-")) / download.value.suggested_filename
+            download.value.save_as(exported)
+            page.locator("#import-file input[type=file]").set_input_files(exported)
+            page.locator("#import-preview-text").get_by_text("already here").wait_for()
+            page.locator("#transfer").screenshot(path=str(out / "memory-import.png"))
 
             page.get_by_role("tab", name="Learning").click()
             page.locator("#queue-length").get_by_text("feedback items").wait_for()

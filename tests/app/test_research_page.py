@@ -1,0 +1,321 @@
+"""The research page in headless Chromium: the answer first (working… then final) with citations that
+open their passage, Stop, the report to download, and the Memory view's import choices, undo by click
+and delete that asks first; the footer without Gradio's API page.
+
+The server (logins on) runs a canned model in every role: it plans two searches, searches each
+magazine, answers from what it found, and can be slowed down, so every run is the same and quick.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from backend.llm.base import Choice, Completion, ModelTraits
+from memory_db import NewMemory
+
+pytestmark = pytest.mark.browser
+
+QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
+QUERIES = ["Arthur's Magazine", "First for Women"]
+
+
+class CannedModel:
+    """Plans a search per magazine, searches each, answers "Arthur's Magazine"; `delay` seconds per call."""
+
+    supports_images = False
+
+    def __init__(self, role: str) -> None:
+        self.role, self.name, self.delay = role, f"canned:{role}", 0.0
+        self.traits = ModelTraits(small=False, guided_turns=False, executor_turns=4)
+
+    def _text(self, messages) -> str:
+        if self.role == "executor":
+            searched = sum("<tool_call>" in m["content"] for m in messages if m["role"] == "assistant")
+            if searched < len(QUERIES):
+                call = {"name": "search", "arguments": {"query_list": [QUERIES[searched]]}}
+                return f"<think>look up {QUERIES[searched]}</think><tool_call>{json.dumps(call)}</tool_call>"
+            return "<think>both found</think><answer>Arthur's Magazine</answer>"
+        if self.role == "planner":
+            return "1. Search for Arthur's Magazine\n2. Search for First for Women\n3. Compare the years"
+        return "Searched each magazine and compared the years they were started."
+
+    def generate(self, messages, *, max_new_tokens=256, stop=(), prefill="", temperature=0.0) -> Completion:
+        time.sleep(self.delay)
+        text = self._text(messages)
+        text = text[len(prefill):] if prefill and text.startswith(prefill) else text
+        for s in stop:
+            if s in text:
+                text = text[: text.index(s)]
+        return Completion(text=text, prompt_tokens=10, completion_tokens=len(text.split()), seconds=self.delay,
+                          finish_reason="stop")
+
+    def stream(self, messages, **kwargs):
+        completion = self.generate(messages, **kwargs)
+        yield completion.text
+        yield completion
+
+    def choose(self, messages, options, *, prefill="") -> Choice:
+        time.sleep(self.delay)
+        label = "yes" if "yes" in options else options[0]  # the reflection lets the answer stand
+        return Choice(label=label, logprobs={o: (0.0 if o == label else -5.0) for o in options}, method="canned")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+@pytest.fixture(scope="module")
+def canned_server(start_app):
+    models = {role: CannedModel(role) for role in ("planner", "executor", "judge", "manager")}
+    url, ctx = start_app(with_logins=True, models=models,
+                         agent={"max_turns": 4, "sparse_memory_planner": "planner", "guided_actions": "off"})
+    return url, ctx, models
+
+
+@pytest.fixture
+def slow(canned_server):
+    """slow(seconds): every canned model call takes that long (for this test only)."""
+    models = canned_server[2]
+
+    def set_delay(seconds: float) -> None:
+        for model in models.values():
+            model.delay = seconds
+
+    yield set_delay
+    set_delay(0.0)
+
+
+def login(page, url: str, user: str) -> None:
+    page.goto(url)
+    page.locator("input[type=text]").fill(user)
+    page.locator("input[type=password]").fill(f"{user}-pass")
+    page.get_by_role("button", name="Login").click()
+    page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
+
+
+def question_box(page):
+    return page.locator("#question textarea, #question input").first
+
+
+def state(page) -> str:
+    return page.locator("#answer-box .answer-box").get_attribute("data-state")
+
+
+def final(page, timeout: float = 60_000):
+    page.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=timeout)
+
+
+def test_the_answer_shows_working_then_final_with_citations_that_open_their_passage(canned_server, slow, new_page):
+    url, ctx, _ = canned_server
+    slow(0.7)
+    page = new_page()
+    login(page, url, "alice")
+    question_box(page).fill(QUESTION)
+    question_box(page).press("Enter")  # Enter researches
+    working = page.locator('#answer-box .answer-box[data-state="working"]')
+    working.wait_for()
+    expect(page.locator("#answer-box")).to_contain_text("working…")
+    expect(page.locator("#ask")).to_be_disabled()
+    expect(page.locator("#stop")).to_be_enabled()
+    expect(page.locator("#answer-box .answer-eta")).to_contain_text("rough")
+    page.locator("#trace").get_by_text("Step 1").wait_for()
+    final(page)
+    expect(page.locator("#ask")).to_be_enabled()
+    expect(page.locator("#stop")).to_be_disabled()
+    box = page.locator("#answer-box")
+    expect(box.locator(".answer-text")).to_contain_text("Arthur's Magazine")
+    expect(box).to_contain_text("Verdict:")
+    assert page.locator("#answer-box .answer-eta").count() == 0
+
+    # A citation mark opens the passage it cites, with its text as retrieved.
+    marks = box.locator("button.cite")
+    assert marks.count() >= 1
+    panel = box.locator("details.citation").first
+    assert panel.get_attribute("open") is None
+    marks.first.click()
+    expect(panel).to_have_attribute("open", "")
+    text = panel.locator(".passage-text")
+    expect(text).to_be_visible()
+    expect(text).to_contain_text("Arthur's Magazine")
+    assert "wiki" in panel.locator(".passage-meta").inner_text()
+
+    # The trace: one line per step, what was searched and what came back; the thought inside.
+    steps = page.locator("#trace details.step")
+    assert steps.count() == 3
+    first_line = steps.first.locator("summary").inner_text()
+    assert "Step 1" in first_line and "search “Arthur's Magazine” →" in first_line and "passage" in first_line
+    assert "look up" not in first_line
+    steps.first.locator("summary").click()
+    expect(steps.first).to_contain_text("Thought: look up Arthur's Magazine")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    assert page.locator("#answer-box").bounding_box()["width"] <= 1280
+
+
+def test_stop_ends_the_run_with_the_answer_so_far(canned_server, slow, new_page):
+    url, ctx, _ = canned_server
+    slow(2.0)
+    page = new_page()
+    login(page, url, "bob")
+    memories_before = ctx.runtime.store.count(namespace="bob")
+    question_box(page).fill(QUESTION)
+    page.locator("#ask").click()
+    page.locator("#trace").get_by_text("Step 1").wait_for(timeout=30_000)
+    page.locator("#stop").click()
+    page.locator('#answer-box .answer-box[data-state="stopped"]').wait_for(timeout=30_000)
+    expect(page.locator("#answer-box")).to_contain_text("stopped")
+    expect(page.locator("#ask")).to_be_enabled()
+    expect(page.locator("#stop")).to_be_disabled()
+    expect(page.locator("#trace")).to_contain_text("stopped by the user")
+    [run] = ctx.runtime.runlog.list_runs("bob", limit=1)
+    events = ctx.runtime.runlog.load("bob", run.run_id)
+    assert events[-1].kind == "run_finished" and events[-1].stopped
+    assert not any(e.kind in ("verdict", "memory_stored") for e in events)
+    assert ctx.runtime.store.count(namespace="bob") == memories_before
+    expect(page.locator("#download-report")).to_be_visible()  # a stopped run has its report too
+
+
+def test_the_report_downloads_with_the_answer_and_cited_passages_for_its_user_alone(canned_server, new_page, tmp_path):
+    url, ctx, _ = canned_server
+    page = new_page()
+    login(page, url, "carol")
+    question_box(page).fill(QUESTION)
+    page.locator("#ask").click()
+    final(page)
+    with page.expect_download() as download:
+        page.locator("#download-report").click()
+    report = tmp_path / download.value.suggested_filename
+    download.value.save_as(report)
+    text = report.read_text(encoding="utf-8")
+    assert report.suffix == ".md" and text.startswith(f"# Research report: {QUESTION}")
+    assert "## Answer\n\n**Arthur's Magazine**" in text
+    sources = text.split("## Sources")[1].split("## Plan")[0]
+    assert "Cited sentence:" in sources and "Passage as retrieved:" in sources and "   > " in sources
+    assert "1. Search for Arthur's Magazine" in text and "- Turn 1: search “Arthur's Magazine” →" in text
+    report_url = download.value.url
+
+    with page.expect_download() as download:
+        page.locator("#download-json").click()
+    document = json.loads(open(download.value.path(), encoding="utf-8").read())
+    kinds = [e["kind"] for e in document["events"]]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished" and "delta" not in kinds
+
+    other = new_page()
+    login(other, url, "alice")
+    assert other.request.get(report_url).status == 404  # the report is carol's alone
+    assert page.request.get(report_url).status == 200
+
+    # Refused questions leave no row in the past runs; a past run reopens with its report.
+    question_box(page).fill("   ")
+    page.locator("#ask").click()
+    page.locator('#answer-box .answer-box[data-state="failed"]').wait_for()
+    expect(page.locator("#download-report")).to_be_hidden()
+    page.locator("#history").get_by_text("Your past runs").click()
+    [run] = ctx.runtime.runlog.list_runs("carol")  # the refused question left no row
+    table = page.locator("#history-table")
+    expect(table).to_contain_text(run.run_id)
+    assert table.get_by_text("failed").count() == 0
+    table.get_by_text(run.run_id).filter(visible=True).first.click()  # a click on the row reopens it
+    final(page)
+    expect(page.locator("#feedback-result")).to_contain_text("Reopened run")
+    expect(page.locator("#download-report")).to_be_visible()
+
+    # After a thumbs down, past runs show the person's verdict.
+    page.locator("#thumbs-down").click()
+    page.locator("#feedback-result").get_by_text("Feedback applied").wait_for()
+    expect(page.locator("#history-table")).to_contain_text("incorrect (your feedback)")
+    expect(page.locator("#answer-box")).to_contain_text("Your feedback: incorrect")
+
+
+def add_memory(ctx, namespace: str, question: str):
+    return ctx.runtime.store.add(NewMemory(question=question, summary="Search each magazine, compare founding years.",
+                                           plan="1. search\n2. compare", correct=True, namespace=namespace,
+                                           provenance={"verified": True, "verdict_source": "person"}))
+
+
+def open_memory(page, memory_id: str) -> None:
+    page.get_by_role("tab", name="Memory").click()
+    page.locator("#memory-count").get_by_text("memories in namespace").wait_for()
+    page.locator("#memory-id input, #memory-id textarea").first.fill(memory_id)
+    page.locator("#memory-open").click()
+    page.locator("#memory-detail-text").get_by_text(memory_id).wait_for()
+
+
+def test_importing_ones_own_export_back_offers_skip_or_replace(canned_server, new_page, tmp_path):
+    url, ctx, _ = canned_server
+    memory = add_memory(ctx, "alice", "Who founded Arthur's Magazine?")
+    page = new_page()
+    login(page, url, "alice")
+    open_memory(page, memory.id)
+    page.locator("#transfer").get_by_text("Export and import").click()
+    page.locator("#memory-export").click()
+    link = page.locator("#export-file a").first
+    link.wait_for()
+    with page.expect_download() as download:
+        link.click()
+    exported = tmp_path / download.value.suggested_filename
+    download.value.save_as(exported)
+    ctx.runtime.store.edit(memory.id, namespace="alice", summary="Edited after the export.", actor="alice")
+
+    page.locator("#import-file input[type=file]").set_input_files(exported)
+    preview = page.locator("#import-preview-text")
+    preview.get_by_text("already here (same id)").wait_for()
+    expect(page.locator("#import-preview")).to_contain_text("already here")
+    choice = page.locator("#import-existing")
+    expect(choice).to_be_visible()
+    choice.get_by_text("Skip them").click()
+    page.locator("#memory-import").click()
+    page.locator("#import-result").get_by_text("skipped: already here").wait_for()
+    assert ctx.runtime.store.get(memory.id, namespace="alice").summary == "Edited after the export."
+
+    choice.get_by_text("Replace them").click()
+    page.locator("#memory-import").click()
+    page.locator("#import-result").get_by_text("replaced").wait_for()
+    assert ctx.runtime.store.get(memory.id, namespace="alice").summary == "Search each magazine, compare founding years."
+    assert ctx.runtime.store.history(memory.id, namespace="alice")[0].action == "import"
+
+
+def test_undo_is_a_click_on_the_change_and_delete_asks_first(canned_server, new_page):
+    url, ctx, _ = canned_server
+    memory = add_memory(ctx, "bob", "When was First for Women started?")
+    store = ctx.runtime.store
+    store.edit(memory.id, namespace="bob", summary="Only the first result.", actor="bob")
+    store.pin(memory.id, namespace="bob", actor="bob")
+    page = new_page()
+    login(page, url, "bob")
+    open_memory(page, memory.id)
+    history = page.locator("#memory-history")
+    expect(history).to_contain_text("edit")
+    newest = store.history(memory.id, namespace="bob")[0]
+    expect(page.locator("#undo-selected")).to_contain_text(f"change {newest.id} (pin")
+    edit = next(e for e in store.history(memory.id, namespace="bob") if e.action == "edit")
+    history.get_by_role("gridcell", name="edit", exact=True).first.click()  # the older change, not the newest
+    expect(page.locator("#undo-selected")).to_contain_text(f"change {edit.id} (edit")
+    page.locator("#memory-undo").click()
+    page.locator("#memory-action-result").get_by_text(f"Undid change {edit.id}").wait_for()
+    restored = store.get(memory.id, namespace="bob")
+    assert restored.summary == memory.summary and restored.pinned  # the edit undone, the later pin kept
+
+    page.locator("#memory-delete").click()
+    confirm = page.locator("#delete-confirm")
+    expect(confirm).to_be_visible()
+    expect(confirm).to_contain_text(f"Delete memory {memory.id[:8]}?")
+    assert store.count(namespace="bob") >= 1 and store.get(memory.id, namespace="bob")  # nothing deleted yet
+    page.locator("#memory-delete-cancel").click()
+    page.locator("#memory-action-result").get_by_text("Nothing was deleted").wait_for()
+    expect(confirm).to_be_hidden()
+    page.locator("#memory-delete").click()
+    page.locator("#memory-delete-yes").click()
+    page.locator("#memory-action-result").get_by_text("Deleted").wait_for()
+    assert memory.id not in [m.id for m in store.list(namespace="bob")]
+
+
+def test_the_footer_shows_no_api_or_runs_page(canned_server, new_page):
+    url, _, _ = canned_server
+    page = new_page()
+    login(page, url, "alice")
+    footer = page.locator("footer")
+    expect(footer).to_contain_text("Built with Gradio")
+    assert "API" not in footer.inner_text() and "Runs" not in footer.inner_text()
