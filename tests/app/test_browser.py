@@ -142,6 +142,7 @@ def test_export_then_import_restores_a_deleted_memory(app_server, new_page, tmp_
     page.locator("#memory-open").click()
     page.locator("#memory-detail-text").get_by_text("Who founded First for Women?").wait_for()
     page.locator("#memory-delete").click()
+    page.locator("#memory-delete-yes").click()  # delete asks first
     page.locator("#memory-action-result").get_by_text("Deleted").wait_for()
     assert ctx.runtime.store.count(namespace="carol") == 0
 
