@@ -204,11 +204,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_ask(args)
         if args.command == "prepare":
             return cmd_prepare(args)
+        if args.command == "index":
+            return cmd_index(args)
         if args.command == "hash-password":
             return cmd_hash_password(args)
         return cmd_serve(args)
     except ConfigError as exc:
-        if args.command == "index":
-            return cmd_index(args)
         print(f"Configuration error: {exc}", file=sys.stderr)
         return 2

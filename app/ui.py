@@ -10,9 +10,9 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from app.auth import UserDirectory
+from app.documents_tab import build_documents_tab
 from app.learning_tab import build_learning_tab
 from app.login_guard import ClientAddress, LoginGuard
-from app.documents_tab import build_documents_tab
 from app.memory_tab import build_memory_tab, linked_memory
 from app.render import esc
 from app.research_tab import build_research_tab
@@ -38,10 +38,10 @@ def build_ui(ctx: AppContext) -> gr.Blocks:
         with gr.Tabs() as tabs:
             with gr.Tab("Research", id="research", elem_id="tab-research"):
                 load_history, history = build_research_tab(ctx)
-            with gr.Tab("Memory", id="memory", elem_id="tab-memory") as memory_tab:
-                load_memory, memory_outputs = build_memory_tab(ctx)
             with gr.Tab("Documents", id="documents", elem_id="tab-documents") as documents_tab:
                 load_documents, documents_outputs = build_documents_tab(ctx)
+            with gr.Tab("Memory", id="memory", elem_id="tab-memory") as memory_tab:
+                load_memory, memory_outputs = build_memory_tab(ctx)
             with gr.Tab("Learning", id="learning", elem_id="tab-learning") as learning_tab:
                 load_learning, learning_outputs = build_learning_tab(ctx)
             with gr.Tab("Settings", id="settings", elem_id="tab-settings"):
@@ -63,10 +63,10 @@ def build_ui(ctx: AppContext) -> gr.Blocks:
         demo.load(whoami, None, [who])
         demo.load(follow_link, None, [tabs])
         demo.load(load_history, None, [history])
-        demo.load(load_memory, None, memory_outputs)
-        demo.load(load_learning, None, learning_outputs)
         demo.load(load_documents, None, documents_outputs)
         documents_tab.select(load_documents, None, documents_outputs)
+        demo.load(load_memory, None, memory_outputs)
+        demo.load(load_learning, None, learning_outputs)
         demo.load(load_settings, None, settings_outputs)
         memory_tab.select(load_memory, None, memory_outputs)
         learning_tab.select(load_learning, None, learning_outputs)
