@@ -117,12 +117,14 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
     auth = LoginGuard(ctx.users) if ctx.users is not None else None
     middleware = [Middleware(ClientAddress), Middleware(OwnFilesOnly, files=ctx.files)] if auth else []
     demo.queue(default_concurrency_limit=8)
+    app_config = ctx.runtime.config.app
     try:
         demo.launch(
             server_name=host, server_port=port, show_error=True, auth=auth, app_kwargs={"middleware": middleware},
             auth_message=("Sign in with the account the demo's host gave you. After several wrong passwords, "
                           "sign-in pauses for a while.") if auth else None,
-            max_file_size=ctx.runtime.config.app.max_image_bytes, prevent_thread_lock=prevent_thread_lock,
+            # Uploads are question images and documents; each is checked against its own limit after.
+            max_file_size=max(app_config.max_image_bytes, app_config.max_document_bytes), prevent_thread_lock=prevent_thread_lock,
             ssr_mode=False, quiet=True, footer_links=FOOTER_LINKS, run_history=False,
         )
     except OSError as exc:  # taken between the check and Gradio's own bind
