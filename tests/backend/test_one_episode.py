@@ -49,6 +49,16 @@ def comparable(events) -> list[dict]:
     return kept
 
 
+def served_config(tmp_path):
+    """The repository's config with memory and runs in tmp: 4 free-form turns, the Planner plans."""
+    from backend.config import RoleConfig, load_config
+
+    base = load_config(environ={})
+    return replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                   agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
+                   roles={name: RoleConfig() for name in base.roles})
+
+
 @pytest.fixture
 def scripted(scripted_model_class):
     def build():
@@ -60,12 +70,7 @@ def scripted(scripted_model_class):
 
 
 def test_the_trainers_rollout_yields_the_apps_events_and_prompts(tmp_path, shared_tools, embedder, scripted):
-    from backend.config import RoleConfig, load_config
-
-    base = load_config(environ={})
-    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
-                     roles={name: RoleConfig() for name in base.roles})
+    config = served_config(tmp_path)
     app_models = scripted()
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     try:
@@ -90,13 +95,9 @@ def test_the_trainers_rollout_yields_the_apps_events_and_prompts(tmp_path, share
 
 
 def test_a_logged_run_replays_into_the_steps_the_session_recorded(tmp_path, shared_tools, embedder, scripted):
-    from backend.config import RoleConfig, load_config
     from backend.replay import replay
 
-    base = load_config(environ={})
-    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
-                     roles={name: RoleConfig() for name in base.roles})
+    config = served_config(tmp_path)
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     try:
         agent = ResearchAgent(config, models=scripted(), tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
@@ -123,13 +124,9 @@ def test_a_logged_run_replays_into_the_steps_the_session_recorded(tmp_path, shar
 def test_stop_ends_the_run_with_the_answer_so_far_unjudged_and_unstored(tmp_path, shared_tools, embedder, scripted):
     import threading
 
-    from backend.config import RoleConfig, load_config
     from backend.events import AnswerReady, RunFinished
 
-    base = load_config(environ={})
-    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
-                     roles={name: RoleConfig() for name in base.roles})
+    config = served_config(tmp_path)
     models = scripted()
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     stop = threading.Event()
@@ -158,17 +155,13 @@ def test_stop_ends_the_run_with_the_answer_so_far_unjudged_and_unstored(tmp_path
 def test_text_in_the_question_image_joins_the_caption_the_planner_sees(tmp_path, shared_tools, embedder, scripted):
     from PIL import Image, ImageDraw, ImageFont
 
-    from backend.config import RoleConfig, load_config
     from backend.events import RunStarted
 
     image = Image.new("RGB", (900, 200), "white")
     ImageDraw.Draw(image).text((20, 60), "TINTED WINDOWS DEBUT ALBUM", fill="black", font=ImageFont.load_default(size=48))
     path = tmp_path / "poster.png"
     image.save(path)
-    base = load_config(environ={})
-    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
-                     roles={name: RoleConfig() for name in base.roles})
+    config = served_config(tmp_path)
     models = scripted()
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     try:
