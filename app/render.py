@@ -33,6 +33,7 @@ from backend.events import (
     ToolReturned,
     VerdictReady,
 )
+from backend.replay import RunRecord
 
 
 def summary_origin(source: str) -> str:
@@ -210,28 +211,54 @@ class RunTranscript:
         self.entries: list[tuple[str, object]] = []  # (kind, event or StepView or text), in order
         self.steps: dict[int, StepView] = {}
         self.passages: list[dict] = []
+        self.run = RunRecord()  # the run's facts (backend.replay); the rest here is the page's view of them
         self.run_id: str | None = None
-        self.started: RunStarted | None = None
         self.started_at: float | None = None
         self.first_turn_at: float | None = None
-        self.answers: list[AnswerReady] = []
-        self.plans: list[PlanReady] = []
-        self.reflections: list[ReflectionDecided] = []
-        self.verdict: VerdictReady | None = None
-        self.memory_id: str | None = None
-        self.finished: RunFinished | None = None
-        self.failure: RunFailed | None = None
-        self.used_memory_ids: list[str] = []
         self.feedback_label: str | None = None  # a person's later verdict (History, after feedback)
         self._draft_step: StepView | None = None
         self._round_turns: dict[int, set[int]] = {}  # plan revision -> turns in that round
 
     # -- state ------------------------------------------------------------------------------------
     @property
+    def started(self) -> RunStarted | None:
+        return self.run.started
+
+    @property
+    def answers(self) -> list[AnswerReady]:
+        return self.run.answers
+
+    @property
+    def plans(self) -> list[PlanReady]:
+        return self.run.plans
+
+    @property
+    def reflections(self) -> list[ReflectionDecided]:
+        return self.run.reflections
+
+    @property
+    def verdict(self) -> VerdictReady | None:
+        return self.run.verdict
+
+    @property
+    def memory_id(self) -> str | None:
+        return self.run.memory_stored.memory_id if self.run.memory_stored is not None else None
+
+    @property
+    def finished(self) -> RunFinished | None:
+        return self.run.finished
+
+    @property
+    def failure(self) -> RunFailed | None:
+        return self.run.failure
+
+    @property
+    def used_memory_ids(self) -> list[str]:
+        return self.run.memories_used
+
+    @property
     def answer(self) -> str:
-        if self.finished is not None:
-            return self.finished.answer
-        return self.answers[-1].text if self.answers else ""
+        return self.run.answer
 
     @property
     def state(self) -> str:
@@ -267,17 +294,15 @@ class RunTranscript:
             self._draft_step = step
             return
         self.events.append(event)
+        self.run.add(event)
         if self._draft_step is not None:
             self._draft_step.draft = ""
             self._draft_step = None
         if isinstance(event, RunStarted):
-            self.started = event
             self.started_at = event.at
         elif isinstance(event, MemoriesRetrieved):
-            self.used_memory_ids = [x["id"] for x in event.successful + event.failed]
             self.entries.append(("memories", event))
         elif isinstance(event, PlanReady):
-            self.plans.append(event)
             self.entries.append(("plan", event))
         elif isinstance(event, ExecutorThought):
             self._step(event.turn, event.at).thoughts.append(event.text)
@@ -294,26 +319,20 @@ class RunTranscript:
                 open_call[1] = event
             self.passages.extend(event.passages)
         elif isinstance(event, AnswerReady):
-            self.answers.append(event)
             last = self.entries[-1] if self.entries else None
             if last is not None and last[0] == "step":
                 last[1].answers.append(event)
             else:
                 self.entries.append(("answer", event))
         elif isinstance(event, ReflectionDecided):
-            self.reflections.append(event)
             self.entries.append(("reflection", event))
         elif isinstance(event, VerdictReady):
-            self.verdict = event
             self.entries.append(("verdict", event))
         elif isinstance(event, MemoryStored):
-            self.memory_id = event.memory_id
             self.entries.append(("memory", event))
         elif isinstance(event, RunFinished):
-            self.finished = event
             self.entries.append(("summary", event))
         elif isinstance(event, RunFailed):
-            self.failure = event
             self.entries.append(("failure", event))
 
     def note(self, text: str, icon: str = "ℹ️") -> None:

@@ -1,6 +1,6 @@
 """A run rebuilt from its events (live, or loaded from the run log): the one place that reads a
 run's event stream back into facts. The evaluation rows, feedback on a past run, the training
-datasets and the History list all read runs through `replay`."""
+datasets, the History list and the research page all read runs through `RunRecord`."""
 
 from __future__ import annotations
 
@@ -63,10 +63,6 @@ class RunRecord:
         return [m["id"] for m in self.memories.successful + self.memories.failed] if self.memories else []
 
     @property
-    def first_plan(self) -> PlanReady | None:
-        return next((p for p in self.plans if p.revision == 0), None)
-
-    @property
     def replanned(self) -> bool:
         return any(p.revision > 0 for p in self.plans)
 
@@ -74,31 +70,37 @@ class RunRecord:
     def failed(self) -> bool:
         return self.failure is not None or self.finished is None
 
+    def add(self, event: Event) -> None:
+        """One more event of the run (a run's page builds its record as the events arrive)."""
+        self.run_id = self.run_id or event.run_id
+        if isinstance(event, RunStarted):
+            self.started = event
+        elif isinstance(event, MemoriesRetrieved):
+            self.memories = event
+        elif isinstance(event, PlanReady):
+            self.plans.append(event)
+            if event.revision > 0 and self.first_round_answers is None:
+                self.first_round_answers = len(self.answers)
+        elif isinstance(event, StepTaken):
+            self.steps.append(Step(**event.step))
+        elif isinstance(event, AnswerReady):
+            self.answers.append(event)
+        elif isinstance(event, ReflectionDecided):
+            self.reflections.append(event)
+        elif isinstance(event, VerdictReady):
+            self.verdict = event
+        elif isinstance(event, MemoryStored):
+            self.memory_stored = event
+        elif isinstance(event, RunFinished):
+            self.finished = event
+        elif isinstance(event, RunFailed):
+            self.failure = event
+
 
 def replay(events: Iterable[Event]) -> RunRecord:
     record = RunRecord()
     for event in events:
-        record.run_id = record.run_id or event.run_id
-        if isinstance(event, RunStarted):
-            record.started = event
-        elif isinstance(event, MemoriesRetrieved):
-            record.memories = event
-        elif isinstance(event, PlanReady):
-            record.plans.append(event)
-            if event.revision > 0 and record.first_round_answers is None:
-                record.first_round_answers = len(record.answers)
-        elif isinstance(event, StepTaken):
-            record.steps.append(Step(**event.step))
-        elif isinstance(event, AnswerReady):
-            record.answers.append(event)
-        elif isinstance(event, ReflectionDecided):
-            record.reflections.append(event)
-        elif isinstance(event, VerdictReady):
-            record.verdict = event
-        elif isinstance(event, MemoryStored):
-            record.memory_stored = event
-        elif isinstance(event, RunFinished):
-            record.finished = event
-        elif isinstance(event, RunFailed):
-            record.failure = event
+        record.add(event)
     return record
+
+
