@@ -49,19 +49,23 @@ def split_passages(parsed: ParsedFile) -> list[DocPassage]:
     return passages
 
 
-def _chunks(paragraphs: list[str]) -> list[str]:
-    pieces = [piece for paragraph in paragraphs for piece in _fit(paragraph)]
-    chunks: list[str] = []
+def _pack(pieces: list[str], separator: str, limit: int) -> list[str]:
+    """The pieces joined by `separator` into runs of at most `limit` characters (a longer piece alone)."""
+    packed: list[str] = []
     current = ""
     for piece in pieces:
-        if current and len(current) + 1 + len(piece) > TARGET_CHARS:
-            chunks.append(current)
+        if current and len(current) + len(separator) + len(piece) > limit:
+            packed.append(current)
             current = piece
         else:
-            current = f"{current}\n{piece}" if current else piece
+            current = f"{current}{separator}{piece}" if current else piece
     if current:
-        chunks.append(current)
-    return chunks
+        packed.append(current)
+    return packed
+
+
+def _chunks(paragraphs: list[str]) -> list[str]:
+    return _pack([piece for paragraph in paragraphs for piece in _fit(paragraph)], "\n", TARGET_CHARS)
 
 
 def _fit(paragraph: str) -> list[str]:
@@ -69,32 +73,11 @@ def _fit(paragraph: str) -> list[str]:
     paragraph = " ".join(paragraph.split())
     if len(paragraph) <= MAX_CHARS:
         return [paragraph] if paragraph else []
-    pieces: list[str] = []
-    current = ""
-    for sentence in split_sentences(paragraph):
-        for part in _words_within(sentence, MAX_CHARS):
-            if current and len(current) + 1 + len(part) > TARGET_CHARS:
-                pieces.append(current)
-                current = part
-            else:
-                current = f"{current} {part}" if current else part
-    if current:
-        pieces.append(current)
-    return pieces
+    parts = [part for sentence in split_sentences(paragraph) for part in _words_within(sentence, MAX_CHARS)]
+    return _pack(parts, " ", TARGET_CHARS)
 
 
 def _words_within(text: str, limit: int) -> list[str]:
     if len(text) <= limit:
         return [text]
-    parts: list[str] = []
-    current = ""
-    for word in text.split():
-        word = word[:limit]
-        if current and len(current) + 1 + len(word) > limit:
-            parts.append(current)
-            current = word
-        else:
-            current = f"{current} {word}" if current else word
-    if current:
-        parts.append(current)
-    return parts
+    return _pack([word[:limit] for word in text.split()], " ", limit)
