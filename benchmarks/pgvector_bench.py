@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -46,33 +45,17 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from sqlalchemy import create_engine, text  # noqa: E402
 
+from benchmarks.memory_bench import DIM, clustered_unit_vectors, parse_size, peak_rss_mb  # noqa: E402
 from memory_db import IndexSettings, MemoryStore, NewMemory  # noqa: E402
 from memory_db.pgvector import HNSW_EF_CONSTRUCTION, HNSW_INDEX, HNSW_M, vector_literal  # noqa: E402
 from memory_db.records import QUESTION_TYPES  # noqa: E402
 from memory_db.vector_index import BucketIndex  # noqa: E402
 
-DIM = 384
 NAMESPACE = "bench"
 WRITES = 50
 
 
-def parse_size(value: str) -> int:
-    value = value.strip().lower()
-    scale = {"k": 1_000, "m": 1_000_000}.get(value[-1], 1)
-    return int(float(value.rstrip("km")) * scale)
-
-
 # ---- data (memory_bench.py's random path) -----------------------------------------------------
-def clustered_unit_vectors(count: int, seed: int, centres: np.ndarray) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    out = np.empty((count, DIM), np.float32)
-    for start in range(0, count, 100_000):
-        size = min(100_000, count - start)
-        block = centres[rng.integers(0, len(centres), size)] + 0.6 * rng.standard_normal((size, DIM), np.float32)
-        out[start:start + size] = block / np.linalg.norm(block, axis=1, keepdims=True)
-    return out
-
-
 def dataset(size: int, n_queries: int):
     centres = np.random.default_rng(0).standard_normal((2_000, DIM)).astype(np.float32)
     stored = clustered_unit_vectors(size, 1, centres)
@@ -164,8 +147,6 @@ def settings_for(path: str) -> IndexSettings:
     return IndexSettings(database_search=path == "pgvector")
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def search_all(store: MemoryStore, queries: np.ndarray, k: int) -> tuple[list[float], list[tuple[set, set]]]:
