@@ -169,7 +169,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        serve(config, host=host, port=port, users=users, read_only=args.read_only)
+        serve(config, host=host, port=port, users=users, read_only=args.read_only, config_path=args.config)
     except PortInUseError as exc:
         print(exc, file=sys.stderr)
         return 2

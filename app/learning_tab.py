@@ -172,10 +172,11 @@ def queue_view(ctx: AppContext, request: gr.Request | None) -> tuple[str, list[l
         for i in reversed(items)
     ]
     whose = "in all namespaces" if everything else "from you"
-    text = f"**{len(items)}** feedback items {whose} are in the queue (`{esc(ctx.queue.path.name)}`)."
+    text = f"**{len(items)}** feedback items {whose} are in the queue ({esc(ctx.queue.where)})."
     if ctx.learner is not None and _sees_everything(ctx, request):
-        read = min(ctx.learner.feedback_cursor, len(all_items))
-        text += f" The learner has read {read} of the {len(all_items)} items in all namespaces."
+        unread = ctx.queue.untaken_count()
+        text += (" The learner has taken everything queued in all namespaces." if not unread else
+                 f" {unread} queued entr{'ies' if unread != 1 else 'y'} in all namespaces wait for the learner to take them.")
     elif ctx.learner is None:
         text += " Nothing reads them while test-time learning is off."
     if _sees_everything(ctx, request):

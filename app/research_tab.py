@@ -79,13 +79,8 @@ def learning_state_line(ctx: AppContext, namespace: str | None = None) -> str:
         return "Test-time learning is not running in this app (it was started without its learner); the feedback stays queued."
     if learner is None:
         return "Test-time learning is switched off (ttrl.enabled = false in mia.toml); the feedback stays queued."
-    from training.ttrl.signals import signal_from_feedback
-
     status = learner.status()
-    unread = [i for i in ctx.queue.items(skip_damaged=True)[learner.feedback_cursor:]
-              if signal_from_feedback(i) is not None and namespace in (None, i.namespace)]
-    waiting = status.pending if namespace is None else sum(1 for s in list(learner.pending) if s.namespace == namespace)
-    pending = waiting + len(unread)
+    pending = learner.pending_count(namespace)
     signals = f"{pending} signal{'s' if pending != 1 else ''} pending"
     version = f"current version v{status.current_version:04d}"
     if not status.enabled:
@@ -131,11 +126,15 @@ def queue_for_learning(ctx: AppContext, transcript: RunTranscript, question: str
     from training.ttrl.signals import Signal, SignalError
 
     kind = "ground_truth" if gold else "unsupervised"
+    source = f"{kind}:{transcript.run_id}"
     try:
-        pending = ctx.learner.submit(Signal(question.strip(), kind, namespace, gold, f"{kind}:{transcript.run_id}"))
-    except SignalError as exc:
+        signal = Signal(question.strip(), kind, namespace, gold, source)
+        ctx.queue.add_signal(source[:64], namespace=namespace, run_id=transcript.run_id, signal=signal.to_dict())
+    except (SignalError, MemoryStoreError) as exc:
         log.warning("run %s not queued for test-time learning: %s", transcript.run_id, exc)
         return None
+    ctx.learner.wake()
+    pending = ctx.learner.pending_count(namespace)
     how = "against your right answer" if gold else "by the Judge's evaluators (unsupervised)"
     return (f"Queued for test-time learning: the Planner's rollouts on this question are graded {how}; "
             f"{pending} signal{'s' if pending != 1 else ''} pending.")
@@ -293,13 +292,15 @@ def build_research_tab(ctx: AppContext):
         try:
             shown_at = 0.0
             try:
-                for event in ctx.agent.run(run, stop_requested=stop_switch.is_set):
-                    transcript.add(event)
-                    finished = finished or isinstance(event, RunFinished)
-                    if isinstance(event, TextDelta) and time.monotonic() - shown_at < DELTA_INTERVAL_S:
-                        continue
-                    shown_at = time.monotonic()
-                    yield *views(transcript, limits), transcript.run_id, "", hidden, hidden
+                with ctx.question_running() as still_running:
+                    for event in ctx.agent.run(run, stop_requested=stop_switch.is_set):
+                        still_running()
+                        transcript.add(event)
+                        finished = finished or isinstance(event, RunFinished)
+                        if isinstance(event, TextDelta) and time.monotonic() - shown_at < DELTA_INTERVAL_S:
+                            continue
+                        shown_at = time.monotonic()
+                        yield *views(transcript, limits), transcript.run_id, "", hidden, hidden
             except Exception as exc:  # the agent reports its own errors as events; this is a last guard
                 log.exception("run failed outside the agent")
                 transcript.note(f"The run stopped: {exc}", "❌")

@@ -20,7 +20,7 @@ from app.session import AppContext
 from app.settings_tab import build_settings_tab
 from app.user_files import OwnFilesOnly
 from backend.config import Config, ConfigError
-from backend.runtime import build_runtime
+from backend.runtime import Runtime, build_runtime
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +135,10 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
     return demo
 
 
-def serve(config: Config, *, host: str, port: int, users: UserDirectory | None = None, read_only: bool = False) -> None:
-    """Build the runtime and serve it; a port already taken raises PortInUseError before anything loads."""
+def serve(config: Config, *, host: str, port: int, users: UserDirectory | None = None, read_only: bool = False,
+          config_path: str | None = None) -> None:
+    """Build the runtime and serve it; a port already taken raises PortInUseError before anything loads.
+    `config_path`: the TOML file the configuration came from (a started learner worker reads it too)."""
     busy = port_in_use(host, port)
     if busy is not None:
         raise busy
@@ -148,22 +150,48 @@ def serve(config: Config, *, host: str, port: int, users: UserDirectory | None =
         if config.ttrl.enabled and read_only:
             print("Read-only demo: test-time learning stays off (ttrl.enabled is ignored).", flush=True)
         elif config.ttrl.enabled:
-            from training.ttrl.live import build_learner  # imports torch and peft: only when learning is on
-
             try:
-                learner = build_learner(runtime)
+                learner = start_learning(runtime, config_path=config_path)
             except ConfigError as exc:
                 off_reason = str(exc)
                 print(f"Test-time learning is off: {off_reason}", flush=True)
         if learner is not None:
-            learner.start()
             status = learner.status()
-            print(f"Test-time learning is on: Planner v{status.current_version:04d}, {status.pending} signals pending"
+            where = {"thread": "in this process", "process": "in its own nice'd process (python -m training ttrl worker)",
+                     "external": "in the worker you run (python -m training ttrl worker)"}[config.ttrl.worker]
+            print(f"Test-time learning is on, {where}: Planner v{status.current_version:04d}"
                   + (" (paused: resume it in the Learning view)" if status.paused else "") + ".", flush=True)
         ctx = AppContext(runtime, users=users, read_only=read_only, learner=learner, learning_off_reason=off_reason)
         print(f"Serving on http://{host}:{port}", flush=True)
         launch(ctx, host=host, port=port)
     finally:
         if learner is not None:
-            learner.stop(timeout=5)
+            learner.stop(timeout=10)
         runtime.close()
+
+
+def start_learning(runtime: Runtime, *, config_path: str | None = None):
+    """The app's learner, where ttrl.worker puts it: a thread here, a nice'd worker process this app
+    starts (and stops), or a worker someone else runs; the last two are reached through the database."""
+    config = runtime.config
+    if config.ttrl.worker == "thread":
+        from training.ttrl.live import build_learner  # imports torch and peft: only when learning is on
+
+        learner = build_learner(runtime)
+        learner.start()
+        return learner
+    from backend.feedback import open_feedback_queue
+    from training.ttrl.live import learning_root, planner_base_dir, swap_planner
+    from training.ttrl.remote import RemoteLearner, start_worker_process
+
+    if config.role("planner").backend == "openai" and not config.ttrl.base_model_dir:
+        planner_base_dir(config)  # raises the ConfigError that says what to set
+    process = None
+    if config.ttrl.worker == "process":
+        process = start_worker_process(nice=config.ttrl.worker_nice, config_path=config_path,
+                                       log_path=learning_root(config) / "worker.log")
+        print(f"Started the learner worker (pid {process.pid}; its log: {learning_root(config) / 'worker.log'}).",
+              flush=True)
+    return RemoteLearner(config.ttrl, lease=runtime.store.learner_lease(ttl_s=config.ttrl.lease_ttl_s),
+                         queue=open_feedback_queue(runtime.store, config.data_dir), root=learning_root(config),
+                         on_promote=lambda version: swap_planner(runtime, version), process=process)

@@ -156,6 +156,9 @@ class AppConfig:
     max_namespace_document_bytes: int = 2_000_000_000  # all of one namespace's documents (the shared ones too)
 
 
+LEARNER_WORKERS = ("process", "thread", "external")
+
+
 @dataclass(frozen=True)
 class LearningConfig:
     """Test-time learning (TTRL): feedback -> Planner rollouts -> memories + GRPO of the Planner's LoRA.
@@ -182,6 +185,12 @@ class LearningConfig:
     unsupervised: bool = False  # opt-in: questions without feedback are graded by the Judge's evaluators
     base_model_dir: str = ""  # the Planner's weights to train when the Planner is served; "" = the embedded model
     poll_seconds: float = 5.0
+    # Where the learner runs: "process" (the app starts `python -m training ttrl worker`, nice'd, beside
+    # it), "thread" (inside the app's process), "external" (you run the worker yourself: several app
+    # processes, or another machine).
+    worker: str = "process"
+    worker_nice: int = 10  # how much lower the started worker's CPU priority is (0-19)
+    lease_ttl_s: float = 60.0  # a learner that missed heartbeats this long has died; another may take over
 
 
 @dataclass(frozen=True)
@@ -373,6 +382,9 @@ def _validate(config: Config) -> None:
         (t.max_turns >= 1, "ttrl.max_turns", "must be at least 1"),
         (t.max_new_tokens >= 8, "ttrl.max_new_tokens", "must be at least 8"),
         (t.poll_seconds > 0, "ttrl.poll_seconds", "must be positive"),
+        (t.worker in LEARNER_WORKERS, "ttrl.worker", f"must be one of {', '.join(LEARNER_WORKERS)}"),
+        (0 <= t.worker_nice <= 19, "ttrl.worker_nice", "must be 0-19"),
+        (t.lease_ttl_s >= 5, "ttrl.lease_ttl_s", "must be at least 5 seconds"),
     ])
     validate_agent(config.agent)
     validate_memory(config.memory)

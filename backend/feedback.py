@@ -2,24 +2,27 @@
 rates of the memories the run used, and queue the feedback for test-time learning.
 
 Plain functions over the store, the run log and the Judge; the web UI only calls `submit_feedback`.
-The feedback is queued first (backend.feedback_queue), then its memory changes are recorded under
-the item's key in one store transaction; `replay_feedback` applies any a crash left out, once.
+The feedback is queued (backend.feedback_queue, in the memory database) in the same transaction
+that records its memory changes under the item's key: both are written, or neither.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from backend.feedback_queue import FeedbackItem, FeedbackQueue, QueueWriteError, feedback_queue_for
+from backend.feedback_queue import FEEDBACK, FeedbackItem, FeedbackQueue, QueueWriteError
 from backend.judge import CORRECT, INCORRECT, Judge
 from backend.replay import replay
 from backend.runlog import RunLog
 from memory_db import Memory, MemoryNotFoundError, MemoryStore, UnreadableMemoryError
 
-__all__ = ["FeedbackError", "FeedbackItem", "FeedbackOutcome", "FeedbackQueue", "feedback_queue_for",
-           "replay_feedback", "submit_feedback"]
+__all__ = ["FeedbackError", "FeedbackItem", "FeedbackOutcome", "FeedbackQueue", "import_queue_file", "open_feedback_queue",
+           "submit_feedback"]
 
 log = logging.getLogger(__name__)
 
@@ -79,35 +82,71 @@ def _changes_memory(item: FeedbackItem) -> bool:
     return bool(item.feedback_id) and (item.label_after != item.label_before or judged)
 
 
-def apply_feedback(store: MemoryStore, item: FeedbackItem) -> bool:
-    """Record a queued item's memory changes (at most once: a second call is a no-op); returns
-    whether this call applied them. The run's memory gets the new label and is marked verified;
-    with a new label, the memories the run used get one more outcome with it."""
+def verdict_of(item: FeedbackItem) -> dict | None:
+    """The memory changes a queued item makes (MemoryStore.record_verdict's arguments but the key),
+    or None: the run's memory gets the new label and is marked verified; with a new label, the
+    memories the run used get one more outcome with it."""
     if not _changes_memory(item):
-        return False
-    return store.record_verdict(
-        item.feedback_id, namespace=item.namespace, memory_id=item.memory_id, used_ids=item.memories_used,
-        correct=item.label_after == CORRECT, count_outcome=item.label_after != item.label_before,
-        provenance_update=VERIFIED_BY_FEEDBACK, actor=f"feedback:{item.user}"[:200],
-    )
+        return None
+    return dict(memory_id=item.memory_id, used_ids=item.memories_used, correct=item.label_after == CORRECT,
+                count_outcome=item.label_after != item.label_before, provenance_update=VERIFIED_BY_FEEDBACK,
+                actor=f"feedback:{item.user}"[:200])
 
 
-def replay_feedback(store: MemoryStore, queue: FeedbackQueue, items: list[FeedbackItem] | None = None) -> int:
-    """Apply the memory changes of queued items (all of them, or `items`) that a crash between
-    queueing and recording left out; returns how many were applied now."""
-    pending: dict[str, list[FeedbackItem]] = {}
-    for item in queue.items(skip_damaged=True) if items is None else items:
-        if _changes_memory(item):
-            pending.setdefault(item.namespace, []).append(item)
-    applied = 0
-    for namespace, waiting in pending.items():
-        done = store.recorded_verdicts([i.feedback_id for i in waiting], namespace=namespace)
-        for item in waiting:
-            if item.feedback_id not in done and apply_feedback(store, item):
-                applied += 1
-                log.warning("feedback %s on run %s was queued but not applied (a crash?); applied it now",
-                            item.feedback_id, item.run_id)
-    return applied
+def legacy_queue_file(data_dir: Path) -> Path:
+    """Where versions before the database queue kept it (a JSON-lines file)."""
+    return Path(data_dir) / "feedback" / "ttrl-queue.jsonl"
+
+
+def import_queue_file(store: MemoryStore, data_dir: Path) -> int:
+    """Move an older app's queue file into the database, once: each complete line becomes an entry
+    (with the memory changes a crash may have left unrecorded, applied once); the lines its learner had
+    read (the cursor in ttrl/state.json) come in as taken. The file is renamed `.imported`. Returns how
+    many entries were added."""
+    path = legacy_queue_file(data_dir)
+    if not path.is_file():
+        return 0
+    state_path = Path(data_dir) / "ttrl" / "state.json"
+    try:
+        read = int(json.loads(state_path.read_text(encoding="utf-8")).get("feedback_cursor", 0)) if state_path.is_file() else 0
+    except (ValueError, TypeError, AttributeError):
+        read = 0
+    added, number = 0, 0
+    lines = path.read_bytes().split(b"\n")
+    lines.pop()  # after the last newline: empty, or a line a crash cut short (kept in the renamed file)
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line.decode("utf-8"))
+            item = FeedbackItem(**data)
+        except (ValueError, TypeError) as exc:
+            log.warning("%s: line %d is damaged (%s); left out of the database queue", path, number + 1, exc)
+            number += 1
+            continue
+        key = item.feedback_id or hashlib.sha256(line).hexdigest()[:32]
+        if not item.feedback_id:
+            item.feedback_id = key
+            verdict = None  # written before verdicts were recorded: its changes were applied then
+        else:
+            verdict = verdict_of(item)
+        if store.enqueue(key, namespace=item.namespace, kind=FEEDBACK, run_id=item.run_id, item=asdict(item),
+                         verdict=verdict, taken_by="learner (before the database queue)" if number < read else None):
+            added += 1
+        number += 1
+    try:
+        path.rename(path.with_name(path.name + ".imported"))
+    except FileNotFoundError:  # another process imported it at the same time (every entry once, by key)
+        pass
+    log.info("moved %d feedback items from %s into the database queue", added, path)
+    return added
+
+
+def open_feedback_queue(store: MemoryStore, data_dir: Path, *, writable: bool = True) -> FeedbackQueue:
+    """The deployment's queue; a writable opener first moves an older app's queue file into it."""
+    if writable:
+        import_queue_file(store, data_dir)
+    return FeedbackQueue(store)
 
 
 def submit_feedback(
@@ -129,8 +168,8 @@ def submit_feedback(
     (correct) or down (incorrect) are a person's judgement and win over the Judge's. When the label
     differs from the last one, the run's memory is relabelled and the memories the run used get one
     more outcome with the new label (the store counts outcomes; it cannot take back the first one).
-    Thumbs or a right answer mark the run's memory verified. The item is queued before any memory
-    changes, and those are recorded under its key, so a crash in between is repaired by a replay.
+    Thumbs or a right answer mark the run's memory verified. The item is queued in the transaction
+    that makes those changes.
     """
     if thumbs is not None and thumbs not in THUMBS:
         raise FeedbackError(f"thumbs must be 'up' or 'down', got {thumbs!r}.")
@@ -139,8 +178,7 @@ def submit_feedback(
     if thumbs is None and right_answer is None and comment is None:
         raise FeedbackError("Give a thumbs up or down, the right answer, or a comment before sending feedback.")
     facts = _facts_of(runlog, namespace, run_id)
-    previous = [i for i in queue.items(namespace, skip_damaged=True) if i.run_id == run_id]
-    replay_feedback(store, queue, previous)
+    previous = queue.items(namespace, run_id=run_id, skip_damaged=True)
     label_before = previous[-1].label_after if previous else facts.verdict
 
     label_after, method = label_before, "comment only"
@@ -162,10 +200,9 @@ def submit_feedback(
         memories_used=facts.memories_used, feedback_id=uuid.uuid4().hex,
     )
     try:
-        queued = queue.append(item)
+        queued = queue.submit(item, verdict_of(item))
     except QueueWriteError as exc:
         raise FeedbackError(str(exc)) from None
-    apply_feedback(store, item)
 
     changes: list[str] = []
     memory = _stored(store, facts.memory_id, namespace)

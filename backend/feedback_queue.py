@@ -1,22 +1,20 @@
-"""The feedback queue: a durable JSON-lines file under the data directory that test-time learning
-reads (by position: the learner keeps a cursor into `items()`).
+"""Test-time learning's queue, kept in the memory database (memory_db's `learning_queue` table).
 
-Appends are whole lines, written with one write under a file lock and fsynced; a write that fails
-(a full disk) is cut back off. A line torn by a power loss is the file's last, unterminated line:
-readers skip it, and the next append moves it to `<queue>.torn` (kept, never lost) before writing.
+Two kinds of entry: a person's feedback on a run (a FeedbackItem, written in the transaction that
+applies its verdict to the run's memory) and a question to learn from (a signal: a right answer
+typed beside the question, or an unsupervised run). Every app process writes to it; one learner,
+in this process or its own, takes the entries in order (see training.ttrl).
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-import threading
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+import uuid
+from dataclasses import asdict, dataclass, field, fields
 
-TORN_SUFFIX = ".torn"
+from memory_db import InvalidMemoryError, MemoryStore, QueueEntry
+
+FEEDBACK, SIGNAL = "feedback", "signal"
 
 
 class QueueWriteError(OSError):
@@ -41,120 +39,98 @@ class FeedbackItem:
     memory_id: str | None
     memories_used: list[str] = field(default_factory=list)
     at: float = field(default_factory=time.time)
-    feedback_id: str = ""  # the key its memory changes are recorded under (empty in older lines)
+    feedback_id: str = ""  # the queue key its memory changes are recorded under (empty in old queue files)
+
+
+_FIELDS = {f.name for f in fields(FeedbackItem)}
+
+
+def item_from_entry(entry: QueueEntry) -> FeedbackItem:
+    """The entry's FeedbackItem; ValueError naming the entry when it cannot be one."""
+    if entry.item is None:
+        raise ValueError(entry.problem)
+    unknown = set(entry.item) - _FIELDS
+    if unknown:
+        raise ValueError(f"entry {entry.seq} has unknown fields {', '.join(sorted(unknown))}")
+    try:
+        item = FeedbackItem(**entry.item)
+    except TypeError as exc:
+        raise ValueError(f"entry {entry.seq} is not a feedback item ({exc})") from None
+    if item.namespace != entry.namespace or item.run_id != entry.run_id:
+        raise ValueError(f"entry {entry.seq}'s item names another namespace or run than its row")
+    return item
 
 
 class FeedbackQueue:
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.torn_path = self.path.with_name(self.path.name + TORN_SUFFIX)
-        self._lock = threading.Lock()  # the file lock orders processes; this one orders threads
+    """The learning queue of one memory database."""
 
-    def append(self, item: FeedbackItem) -> int:
-        """Write `item` durably; returns how many items of its namespace the queue holds now."""
-        line = (json.dumps(asdict(item), ensure_ascii=False) + "\n").encode("utf-8")
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
-                self._set_torn_line_aside(descriptor)
-                size = os.fstat(descriptor).st_size
-                try:
-                    _write_all(descriptor, line)
-                    os.fsync(descriptor)
-                except OSError as problem:
-                    os.ftruncate(descriptor, size)  # never leave a torn line of our own
-                    raise QueueWriteError(
-                        f"The feedback could not be saved in {self.path} ({problem.strerror or problem}); "
-                        "free some disk space and send it again."
-                    ) from problem
-            finally:
-                os.close(descriptor)  # releases the file lock
+    where = "the memory database's learning queue"
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def submit(self, item: FeedbackItem, verdict: dict | None = None) -> int:
+        """Queue `item` (and apply `verdict`, record_verdict's arguments, in the same transaction);
+        returns how many feedback items of its namespace the queue holds now."""
+        if not item.feedback_id:
+            raise ValueError("a queued feedback item needs its feedback_id")
+        try:
+            self.store.enqueue(item.feedback_id, namespace=item.namespace, kind=FEEDBACK, run_id=item.run_id,
+                               item=asdict(item), verdict=verdict)
+        except InvalidMemoryError:
+            raise
+        except Exception as exc:  # the database refused or is unreachable: nothing was written
+            raise QueueWriteError(
+                f"The feedback could not be saved in {self.where} ({type(exc).__name__}: {exc}); nothing changed. "
+                "Check that the database is reachable and has space, then send it again."
+            ) from exc
         return self.count(item.namespace)
 
-    def _set_torn_line_aside(self, descriptor: int) -> None:
-        """Move an unterminated last line (a write cut short) to the .torn file, so the new line
-        does not run into it."""
-        size = os.fstat(descriptor).st_size
-        if size == 0 or os.pread(descriptor, 1, size - 1) == b"\n":
-            return
-        start = size
-        while start > 0:
-            chunk = os.pread(descriptor, min(65536, start), max(0, start - 65536))
-            cut = chunk.rfind(b"\n")
-            if cut >= 0:
-                start = start - len(chunk) + cut + 1
-                break
-            start -= len(chunk)
-        torn = os.pread(descriptor, size - start, start)
-        with open(self.torn_path, "ab") as kept:
-            kept.write(torn + b"\n")
-            kept.flush()
-            os.fsync(kept.fileno())
-        os.ftruncate(descriptor, start)
+    def append(self, item: FeedbackItem) -> int:
+        """Queue `item` without memory changes (a comment, or a test's feedback); returns the namespace's count."""
+        if not item.feedback_id:
+            item.feedback_id = uuid.uuid4().hex
+        return self.submit(item)
 
-    def _lines(self) -> tuple[list[bytes], bool]:
-        """The complete lines, and whether an unterminated (torn) last line was left out."""
-        with self._lock:
-            if not self.path.exists():
-                return [], False
-            lines = self.path.read_bytes().split(b"\n")
-        torn = lines.pop()  # after the last newline: empty unless the last write was cut short
-        return lines, bool(torn.strip())
+    def add_signal(self, key: str, *, namespace: str, run_id: str, signal: dict) -> None:
+        """Queue a question to learn from (a Signal's fields), at most once per key."""
+        self.store.enqueue(key, namespace=namespace, kind=SIGNAL, run_id=run_id, item=signal)
 
-    def items(self, namespace: str | None = None, *, skip_damaged: bool = False) -> list[FeedbackItem]:
-        """The queued items in order (of one namespace, or all). A torn last line is always left out;
-        a damaged complete line raises (json.JSONDecodeError, TypeError, ...) unless `skip_damaged`."""
+    def items(self, namespace: str | None = None, *, run_id: str | None = None,
+              skip_damaged: bool = False) -> list[FeedbackItem]:
+        """The feedback items in order (of one namespace or run). A damaged entry raises ValueError
+        unless `skip_damaged`."""
         found = []
-        for line in self._lines()[0]:
-            if not line.strip():
-                continue
+        for entry in self.store.queue_entries(namespace=namespace, kind=FEEDBACK, run_id=run_id):
             try:
-                found.append(_item_from_line(line))
-            except (ValueError, TypeError):
+                found.append(item_from_entry(entry))
+            except ValueError:
                 if not skip_damaged:
                     raise
-        return [i for i in found if namespace is None or i.namespace == namespace]
+        return found
 
     def damage(self) -> list[str]:
-        """Sentences on what readers skip: damaged lines, a torn last line, torn lines set aside."""
-        lines, torn = self._lines()
+        """Sentences on the entries readers skip."""
         problems = []
-        for number, line in enumerate(lines, 1):
-            if line.strip():
-                try:
-                    _item_from_line(line)
-                except (ValueError, TypeError) as problem:
-                    problems.append(f"line {number} of {self.path.name} is damaged ({problem}) and is skipped")
-        if torn:
-            problems.append(f"the last line of {self.path.name} was cut short (a crash or a full disk) and is "
-                            f"skipped; the next feedback moves it to {self.torn_path.name}")
-        if self.torn_path.exists():
-            kept = sum(1 for line in self.torn_path.read_bytes().split(b"\n") if line.strip())
-            problems.append(f"{kept} line{'s' if kept != 1 else ''} cut short earlier {'are' if kept != 1 else 'is'} "
-                            f"kept in {self.torn_path.name}")
+        for entry in self.store.queue_entries(kind=FEEDBACK):
+            try:
+                item_from_entry(entry)
+            except ValueError as problem:
+                problems.append(f"{problem}; it is skipped")
         return problems
 
     def count(self, namespace: str | None = None) -> int:
-        return len(self.items(namespace, skip_damaged=True))
+        return self.store.queue_count(namespace=namespace, kind=FEEDBACK)
 
     def __len__(self) -> int:
         return self.count()
 
+    def untaken(self, limit: int | None = None) -> list[QueueEntry]:
+        """Entries of both kinds that no learner has taken yet, oldest first."""
+        return self.store.queue_entries(untaken=True, limit=limit)
 
-def _item_from_line(line: bytes) -> FeedbackItem:
-    data = json.loads(line.decode("utf-8"))
-    if not isinstance(data, dict):
-        raise TypeError(f"a queue line must be a JSON object, not {type(data).__name__}")
-    return FeedbackItem(**data)
+    def untaken_count(self, namespace: str | None = None) -> int:
+        return self.store.queue_count(namespace=namespace, untaken=True)
 
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    written = 0
-    while written < len(data):
-        written += os.write(descriptor, data[written:])
-
-
-def feedback_queue_for(data_dir: Path) -> FeedbackQueue:
-    return FeedbackQueue(Path(data_dir) / "feedback" / "ttrl-queue.jsonl")
+    def mark_taken(self, seqs: list[int], owner: str) -> int:
+        return self.store.mark_queue_taken(seqs, owner=owner)

@@ -13,6 +13,8 @@ from .errors import (
     UndoConflictError,
     UnreadableMemoryError,
 )
+from .learning_queue import QueueEntry
+from .lease import LeaseHeld, LeaseState, LearnerLease
 from .records import (
     MODALITIES,
     QUESTION_TYPES,
@@ -28,7 +30,7 @@ from .vector_index import IndexSettings
 
 __all__ = [
     "CapacityError", "ContrastiveMemories", "Embedder", "HistoryEntry", "HistoryNotFoundError",
-    "IMPORT_EXISTING", "ImportFileError", "ImportOutcome", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
-    "MemoryNotFoundError", "MemoryStore", "MemoryStoreError", "NewMemory", "QUESTION_TYPES",
+    "IMPORT_EXISTING", "ImportFileError", "LearnerLease", "LeaseHeld", "LeaseState", "ImportOutcome", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
+    "MemoryNotFoundError", "MemoryStore", "MemoryStoreError", "NewMemory", "QUESTION_TYPES", "QueueEntry",
     "ScoredMemory", "UndoConflictError", "UnreadableMemory", "UnreadableMemoryError", "get_embedder",
 ]

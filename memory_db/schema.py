@@ -79,3 +79,36 @@ recorded_verdicts = Table(
     Column("key", String(64), primary_key=True),
     Column("created_at", DateTime, nullable=False),
 )
+
+# Test-time learning's queue: people's feedback (kind "feedback") and questions to learn from (kind
+# "signal"), in order. A feedback row is inserted in the transaction that applies its verdict; the
+# learner marks rows taken once it has them (taken_at), so a restarted learner reads the rest.
+learning_queue = Table(
+    "learning_queue",
+    metadata,
+    Column("seq", RowId, primary_key=True, autoincrement=True),
+    Column("key", String(64), nullable=False, unique=True),
+    Column("namespace", String(200), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("run_id", String(200), nullable=False),
+    Column("item", Text, nullable=False),  # JSON, as the caller wrote it
+    Column("created_at", DateTime, nullable=False),
+    Column("taken_at", DateTime, nullable=True),
+    Column("taken_by", String(200), nullable=True),
+    Index("ix_learning_queue_namespace_run", "namespace", "run_id"),
+    Index("ix_learning_queue_untaken", "taken_at", "seq"),
+    sqlite_autoincrement=True,
+)
+
+# One row per learner of a deployment: who holds it (owner, heartbeat), what it publishes for the
+# app's Learning view (status), and what the app asks of it (paused; yield_until while users' runs go).
+learner_leases = Table(
+    "learner_leases",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("owner", String(200), nullable=True),
+    Column("heartbeat_at", DateTime, nullable=True),
+    Column("paused", Boolean, nullable=False, server_default="0"),
+    Column("yield_until", DateTime, nullable=True),
+    Column("status", Text, nullable=True),
+)

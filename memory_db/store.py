@@ -32,6 +32,8 @@ from .errors import (
     MemoryNotFoundError,
 )
 from .history import history_entry, reverted_state
+from .learning_queue import QueueEntry, check_entry, count_entries, insert_entry, mark_taken, read_entries
+from .lease import DEFAULT_TTL_S, LearnerLease
 from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, eviction_order, is_verified, new_is_better,
                         replaces_exact_duplicate, with_outcome)
 from .loading import index_new_rows, load_namespace
@@ -486,34 +488,92 @@ class MemoryStore:
         replayed after a crash): the run's memory, when it still exists, gets the label and
         `provenance_update`; with `count_outcome`, each memory the run used gets one more outcome (as
         record_outcome). Returns False when `key` was recorded before and nothing changed."""
+        verdict = dict(memory_id=memory_id, used_ids=used_ids, correct=correct, count_outcome=count_outcome,
+                       provenance_update=provenance_update, actor=actor)
+        self._check_verdict(key, namespace, verdict)
+        if key in self.recorded_verdicts([key], namespace=namespace):
+            return False  # checked before the write transaction too: a replay leaves other processes' indexes alone
+        return self._commit(namespace, lambda conn, index, ops: self._apply_verdict(conn, index, ops, namespace,
+                                                                                      key, verdict))
+
+    @staticmethod
+    def _check_verdict(key: str, namespace: str, verdict: dict) -> None:
         check_namespace(namespace)
         if len(check_text("key", key)) > 64:
             raise InvalidMemoryError(f"A verdict key has at most 64 characters, got {len(key)}.")
-        if not isinstance(correct, bool):
-            raise InvalidMemoryError(f"correct must be True or False, got {correct!r}.")
-        if key in self.recorded_verdicts([key], namespace=namespace):
-            return False  # checked before the write transaction too: a replay leaves other processes' indexes alone
+        if not isinstance(verdict.get("correct"), bool):
+            raise InvalidMemoryError(f"correct must be True or False, got {verdict.get('correct')!r}.")
+
+    def _apply_verdict(self, conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp], namespace: str,
+                       key: str, verdict: dict) -> bool:
+        already = conn.execute(select(recorded_verdicts.c.key).where(
+            recorded_verdicts.c.namespace == namespace, recorded_verdicts.c.key == key)).first()
+        if already is not None:
+            return False
+        memory_id, correct = verdict["memory_id"], verdict["correct"]
+        row = self._row(conn, namespace, memory_id) if memory_id else None
+        if row is not None and row_problem(row) is None:
+            before = memory_from_row(row)
+            after = replace(before, correct=correct, provenance={**before.provenance, **verdict["provenance_update"]})
+            if after != before:
+                after = replace(after, updated_at=utc_now())
+                self._write_state(conn, index, namespace, row, after, None, ops)
+                self._record_history(conn, before.id, namespace, "relabel", before, after, verdict["actor"])
+        used_ids = verdict["used_ids"]
+        if verdict["count_outcome"] and used_ids:
+            self._count_outcome(conn, index, ops, namespace, list(dict.fromkeys(used_ids)), correct, True)
+        conn.execute(recorded_verdicts.insert(), {"namespace": namespace, "key": key,
+                                                  "created_at": to_db_time(utc_now())})
+        return True
+
+    # ---- test-time learning's queue -----------------------------------------------------------
+    def enqueue(self, key: str, *, namespace: str, kind: str, run_id: str, item: dict,
+                verdict: dict | None = None, taken_by: str | None = None) -> bool:
+        """Queue `item` for test-time learning under `key`, at most once. With `verdict` (the
+        arguments of record_verdict but the key), the verdict is applied in the same transaction:
+        the queued feedback and its relabel are written together or not at all. `taken_by` queues it
+        as already taken (an import of what a learner had read). Returns False when `key` was queued
+        before and nothing changed."""
+        check_namespace(namespace)
+        item_json = check_entry(key, kind, run_id, item)
+        entry = dict(key=key, namespace=namespace, kind=kind, run_id=run_id, item_json=item_json, taken_by=taken_by)
+        if verdict is None:
+            with self._writer() as conn:
+                return insert_entry(conn, **entry)
+        self._check_verdict(key, namespace, verdict)
 
         def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> bool:
-            already = conn.execute(select(recorded_verdicts.c.key).where(
-                recorded_verdicts.c.namespace == namespace, recorded_verdicts.c.key == key)).first()
-            if already is not None:
+            if not insert_entry(conn, **entry):
                 return False
-            row = self._row(conn, namespace, memory_id) if memory_id else None
-            if row is not None and row_problem(row) is None:
-                before = memory_from_row(row)
-                after = replace(before, correct=correct, provenance={**before.provenance, **provenance_update})
-                if after != before:
-                    after = replace(after, updated_at=utc_now())
-                    self._write_state(conn, index, namespace, row, after, None, ops)
-                    self._record_history(conn, before.id, namespace, "relabel", before, after, actor)
-            if count_outcome and used_ids:
-                self._count_outcome(conn, index, ops, namespace, list(dict.fromkeys(used_ids)), correct, True)
-            conn.execute(recorded_verdicts.insert(), {"namespace": namespace, "key": key,
-                                                      "created_at": to_db_time(utc_now())})
+            self._apply_verdict(conn, index, ops, namespace, key, verdict)
             return True
 
         return self._commit(namespace, work)
+
+    def queue_entries(self, *, namespace: str | None = None, kind: str | None = None, run_id: str | None = None,
+                      untaken: bool = False, limit: int | None = None) -> list[QueueEntry]:
+        """Queued entries in order (of one namespace, kind or run; only those no learner took)."""
+        if namespace is not None:
+            check_namespace(namespace)
+        with self._engine.connect() as conn:
+            return read_entries(conn, namespace=namespace, kind=kind, run_id=run_id, untaken=untaken, limit=limit)
+
+    def queue_count(self, *, namespace: str | None = None, kind: str | None = None, untaken: bool = False) -> int:
+        if namespace is not None:
+            check_namespace(namespace)
+        with self._engine.connect() as conn:
+            return count_entries(conn, namespace=namespace, kind=kind, untaken=untaken)
+
+    def mark_queue_taken(self, seqs: list[int], *, owner: str) -> int:
+        """The learner has these entries in its own state: a restarted learner does not read them again."""
+        if not seqs:
+            return 0
+        with self._writer() as conn:
+            return mark_taken(conn, seqs, owner)
+
+    def learner_lease(self, name: str = "ttrl", ttl_s: float = DEFAULT_TTL_S) -> LearnerLease:
+        """The lease that keeps one learner per deployment on this database."""
+        return LearnerLease(self._engine, self._writer, name, ttl_s)
 
     def recorded_verdicts(self, keys: list[str], *, namespace: str) -> set[str]:
         """Which of `keys` record_verdict has applied in `namespace`."""

@@ -5,6 +5,7 @@ Heavy imports happen inside the fixtures so collecting unrelated tests stays fas
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -90,3 +91,39 @@ def embedder():
     from memory_db import get_embedder
 
     return get_embedder()
+
+
+def worker_config_file(tmp_path: Path, model_dir: Path, index_dir: Path, **ttrl) -> Path:
+    """A TOML configuration for an app and its learner worker in separate processes: every role on
+    the tiny model, data under tmp_path/data (the wiki index linked from `index_dir`), learning fast."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "index").symlink_to(index_dir)  # the wiki index the other tests built, not a new one
+    roles = "\n".join(f'[roles.{role}]\nbackend = "embedded"\nmodel_dir = "{model_dir}"\nmax_new_tokens = 16\n'
+                      for role in ("planner", "executor", "manager", "judge"))
+    extra = "\n".join(f"{key} = {json.dumps(value)}" for key, value in ttrl.items())
+    path = tmp_path / "worker.toml"
+    path.write_text(f'''
+[paths]
+data_dir = "{data}"
+[agent]
+max_turns = 1
+reflections = 1
+[search]
+hybrid = false
+web = false
+[ttrl]
+enabled = true
+rollouts_per_signal = 2
+signals_per_update = 1
+rollouts_per_hour = 100
+canary_size = 1
+max_turns = 1
+max_new_tokens = 16
+poll_seconds = 0.2
+lora_r = 4
+lora_alpha = 8
+lease_ttl_s = 5
+{extra}
+{roles}''', encoding="utf-8")
+    return path

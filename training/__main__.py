@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--hotpotqa", type=Path, help="a HotpotQA-style JSONL file")
     source.add_argument("--runs", type=Path, help="the app's data folder (runs/ and feedback/)")
     data.add_argument("--namespace", default="default", help="with --runs: whose runs to use")
+    data.add_argument("--memory-url", help="with --runs: the app's memory database, when not <runs>/memory.sqlite "
+                                           "(e.g. the deployment's postgresql+psycopg://... URL)")
     data.add_argument("--limit", type=int)
     data.add_argument("--planner-model", default="smollm2", help="stage executor: who writes the plans")
     data.add_argument("--cache-dir", default=".mia/test-cache")
@@ -40,7 +42,16 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("verl-check", help="compose and validate a verl stage config (no GPU needed)")
     check.add_argument("--stage", choices=("executor", "planner"), required=True)
     check.add_argument("overrides", nargs="*", help="Hydra overrides, key=value")
-    ttrl = commands.add_parser("ttrl", help="test-time learning: stream questions with answers, or show/roll back versions")
+    ttrl = commands.add_parser(
+        "ttrl", help="test-time learning: `ttrl worker` runs the learner; or stream questions with answers, "
+                     "show or roll back versions")
+    ttrl.add_argument("action", nargs="?", choices=("worker",),
+                      help="worker: the deployment's learner as its own process (one per database)")
+    ttrl.add_argument("--config", help="worker: the app's TOML configuration (default: mia.toml or $MIA_CONFIG)")
+    ttrl.add_argument("--nice", type=int, default=0, help="worker: lower its CPU priority by this much (0-19)")
+    ttrl.add_argument("--until-idle", action="store_true", help="worker: stop once nothing is left to learn from")
+    ttrl.add_argument("--max-signals", type=int, help="worker: stop after this many signals")
+    ttrl.add_argument("--quiet", action="store_true", help="worker: no progress bars (the app's started worker)")
     ttrl.add_argument("--data", type=Path, help="questions with answers (HotpotQA or plain JSONL) to learn from")
     ttrl.add_argument("--limit", type=int, help="only the first N questions")
     ttrl.add_argument("--namespace", default="ttrl-stream", help="whose memory the learned trajectories go to")
@@ -54,30 +65,62 @@ def _test_time_learning(args: argparse.Namespace) -> None:
     from dataclasses import replace
 
     from backend.config import load_config
-    from backend.eval.datasets import load_questions
     from backend.runtime import build_runtime
     from training.ttrl.live import build_learner
-    from training.ttrl.stream import stream_questions, versions_table
 
-    config = load_config()
+    config = load_config(args.config)
     config = replace(config, ttrl=replace(config.ttrl, enabled=True))
     if args.data_dir:
         config = replace(config, data_dir=args.data_dir.resolve())
+    if args.action == "worker":
+        from memory_db import LeaseHeld
+        from training.ttrl.worker import run_worker
+
+        if not 0 <= args.nice <= 19:
+            raise ValueError(f"--nice must be 0-19, got {args.nice}.")
+        try:
+            done = run_worker(config, until_idle=args.until_idle, max_signals=args.max_signals, nice=args.nice,
+                              progress=not args.quiet)
+        except LeaseHeld as held:
+            raise ValueError(str(held)) from None
+        print(f"test-time learning worker stopped after {done} signal(s)")
+        return
     runtime = build_runtime(config, progress=True)
     try:
-        learner = build_learner(runtime)
-        if args.rollback is not None:
-            learner.rollback(args.rollback)
-        if args.data:
-            questions = load_questions(args.data, limit=args.limit)
-            new = stream_questions(learner, questions, namespace=args.namespace)
-            print(f"learned from {new} new question(s); {len(questions) - new} were already streamed")
-        status = learner.status()
-        print(versions_table(status.versions, status.current_version))
-        print(f"current Planner: v{status.current_version:04d}; pending signals {status.pending}; "
-              f"batch {status.batch}/{status.signals_per_update}; folder {learner.root}")
+        from memory_db import LeaseHeld
+        from training.ttrl.learner import learner_owner
+        from training.ttrl.worker import LearnerWorker
+
+        # Streaming trains the deployment's Planner: it holds the learner lock as a worker would.
+        holder = LearnerWorker(runtime.store.learner_lease(ttl_s=config.ttrl.lease_ttl_s), learner_owner())
+        try:
+            holder.acquire()
+        except LeaseHeld as held:
+            raise ValueError(f"{held} (a learner worker is running: stop it before streaming)") from None
+        learner = build_learner(runtime, serving=False, owner=holder.owner)
+        holder.learner = learner
+        try:
+            _stream_and_show(args, learner)
+        finally:
+            holder.close()
     finally:
         runtime.close()
+
+
+def _stream_and_show(args: argparse.Namespace, learner) -> None:
+    from backend.eval.datasets import load_questions
+    from training.ttrl.stream import stream_questions, versions_table
+
+    if args.rollback is not None:
+        learner.rollback(args.rollback)
+    if args.data:
+        questions = load_questions(args.data, limit=args.limit)
+        new = stream_questions(learner, questions, namespace=args.namespace)
+        print(f"learned from {new} new question(s); {len(questions) - new} were already streamed")
+    status = learner.status()
+    print(versions_table(status.versions, status.current_version))
+    print(f"current Planner: v{status.current_version:04d}; pending signals {status.pending}; "
+          f"batch {status.batch}/{status.signals_per_update}; folder {learner.root}")
 
 
 def _build_dataset(args: argparse.Namespace) -> Path:
@@ -92,7 +135,7 @@ def _build_dataset(args: argparse.Namespace) -> Path:
     if args.hotpotqa:
         items = datasets.load_hotpotqa(args.hotpotqa, args.limit)
     else:
-        items = datasets.items_from_runs(args.runs, args.namespace)[: args.limit]
+        items = datasets.items_from_runs(args.runs, args.namespace, args.memory_url)[: args.limit]
     items = datasets.with_memories(items, datasets.no_memories)
     if args.stage == "executor":
         settings = GRPOSettings(cache_dir=args.cache_dir)

@@ -4,7 +4,8 @@ Stage 1 (Executor): question, ground truth, memory context and a plan made by th
 Stage 2 (Planner): question, ground truth, memory context; the trained Executor is the environment.
 
 App runs come from the run log (`<data_dir>/runs/<namespace>/<run_id>.jsonl`) plus the feedback
-users gave in the app (`backend.feedback`'s queue, `<data_dir>/feedback/ttrl-queue.jsonl`).
+users gave in the app (the learning queue in the app's memory database: `<data_dir>/memory.sqlite`
+by default, or the deployment's PostgreSQL).
 A run is used when it has a ground truth (given with the question, or typed as the right answer in
 feedback) or a thumbs-up, in which case its own answer is the label (test-time learning from feedback).
 """
@@ -96,15 +97,24 @@ def stage1_records(items: Iterable[QuestionItem], planner: Planner, tools_text: 
     return records
 
 
-def _read_feedback(data_dir: Path, namespace: str) -> dict[str, dict]:
-    """run id -> {"ground_truth", "rating"} from the app's feedback queue; later feedback wins."""
-    from backend.feedback import feedback_queue_for
+def _read_feedback(data_dir: Path, namespace: str, memory_url: str | None = None) -> dict[str, dict]:
+    """run id -> {"ground_truth", "rating"} from the app's learning queue; later feedback wins."""
+    from backend.feedback import open_feedback_queue
+    from memory_db import MemoryStore, MemoryStoreError
 
-    queue = feedback_queue_for(Path(data_dir))
+    url = memory_url or f"sqlite:///{Path(data_dir) / 'memory.sqlite'}"
     try:
+        store = MemoryStore(url)
+    except MemoryStoreError as problem:
+        raise DatasetError(f"The app's memory database ({url}) cannot be opened: {problem}") from None
+    try:
+        queue = open_feedback_queue(store, Path(data_dir), writable=False)
         items = queue.items(namespace=namespace)
-    except (json.JSONDecodeError, TypeError) as problem:
-        raise DatasetError(f"{queue.path} has a malformed line ({problem}); fix or remove that line.") from None
+    except ValueError as problem:
+        raise DatasetError(f"The learning queue in {url} has a damaged entry ({problem}); delete that row or "
+                           "restore the database.") from None
+    finally:
+        store.close()
     feedback: dict[str, dict] = {}
     for item in items:
         note = feedback.setdefault(item.run_id, {})
@@ -115,10 +125,11 @@ def _read_feedback(data_dir: Path, namespace: str) -> dict[str, dict]:
     return feedback
 
 
-def items_from_runs(data_dir: Path, namespace: str) -> list[QuestionItem]:
-    """Finished runs of one namespace that carry a label (ground truth or thumbs-up)."""
+def items_from_runs(data_dir: Path, namespace: str, memory_url: str | None = None) -> list[QuestionItem]:
+    """Finished runs of one namespace that carry a label (ground truth or thumbs-up); `memory_url`:
+    the app's memory database when it is not the SQLite file in `data_dir`."""
     runlog = RunLog(Path(data_dir) / "runs")
-    feedback = _read_feedback(Path(data_dir), namespace)
+    feedback = _read_feedback(Path(data_dir), namespace, memory_url)
     items = []
     for summary in runlog.list_runs(namespace, limit=100_000):
         run = replay(runlog.load(namespace, summary.run_id))

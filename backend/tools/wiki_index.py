@@ -266,6 +266,12 @@ def embedder_fingerprint(embedder: Embedder) -> str:
     return hashlib.sha256(np.round(probe, 3).tobytes() + str(probe.shape).encode()).hexdigest()[:12]
 
 
+def dense_vectors_cached(cache_dir: Path, embedder: Embedder, files: CorpusFiles | None = None) -> bool:
+    """Whether the corpus's dense vectors for `embedder` are already built under `cache_dir`."""
+    directory = Path(cache_dir) / INDEX_FOLDER / (files or CorpusFiles.default()).fingerprint()
+    return _dense_path(directory, embedder).is_file()
+
+
 def _dense_path(directory: Path, embedder: Embedder) -> Path:
     return directory / f"dense-{embedder_fingerprint(embedder)}.npy"
 

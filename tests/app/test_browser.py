@@ -302,7 +302,7 @@ def test_feedback_teaches_the_planner_in_the_background(learning_server, new_pag
         page.locator("#refresh-learning").click()
     expect(versions).to_contain_text("v0001")
     expect(page.locator("#signals-table")).to_contain_text("Arthur's Magazine or First for Women")
-    expect(page.locator("#queue-length")).to_contain_text("learner has read 1 of the 1")
+    expect(page.locator("#queue-length")).to_contain_text("learner has taken everything queued")
 
     page.locator("#learning-pause").click()
     status.get_by_text("Test-time learning is paused").wait_for()

@@ -12,7 +12,7 @@ import pytest
 from app.session import AppContext
 
 from backend.agent import RunRequest
-from backend.feedback import FeedbackError, FeedbackQueue, feedback_queue_for, submit_feedback
+from backend.feedback import FeedbackError, FeedbackItem, FeedbackQueue, submit_feedback
 from backend.judge import Judge
 
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
@@ -40,7 +40,7 @@ def test_thumbs_against_the_verdict_relabels_and_updates_win_rates(runtime):
     # the run's memory (a near-duplicate of the first, merged into it): thumbs go against its label
     was_correct = runtime.store.get(second["memory_stored"].memory_id, namespace="default").correct
     before_used = {i: runtime.store.get(i, namespace="default") for i in used}
-    queue = feedback_queue_for(runtime.config.data_dir)
+    queue = FeedbackQueue(runtime.store)
 
     outcome = send(runtime, queue, run_id, thumbs="down" if was_correct else "up", comment="checked by hand")
 
@@ -64,18 +64,24 @@ def test_thumbs_against_the_verdict_relabels_and_updates_win_rates(runtime):
 def test_right_answer_goes_through_the_judge(runtime, tmp_path):
     run = finished_run(runtime)
     answer = run["answer"].text
-    queue = FeedbackQueue(tmp_path / "q.jsonl")
+    queue = FeedbackQueue(runtime.store)
     outcome = send(runtime, queue, run["run_started"].run_id, right_answer=answer)  # the answer itself
     assert outcome.label_after == "correct"
     assert runtime.store.get(run["memory_stored"].memory_id, namespace="default").correct
     # A choice question, answered by one of its options: graded by the option the answer names.
     assert queue.items()[0].judge_method == "the Judge (closed-choice) against your right answer"
-    # Queue survives a new reader (a restarted app).
-    assert FeedbackQueue(tmp_path / "q.jsonl").items()[0].right_answer == answer
+    # The queue is the database's: another process (a new store on the same database) reads it.
+    from memory_db import MemoryStore
+
+    other = MemoryStore(runtime.store.url)
+    try:
+        assert FeedbackQueue(other).items()[0].right_answer == answer
+    finally:
+        other.close()
 
 
 def test_bad_feedback_is_refused_with_a_sentence(runtime, tmp_path):
-    queue = FeedbackQueue(tmp_path / "q.jsonl")
+    queue = FeedbackQueue(runtime.store)
     with pytest.raises(FeedbackError, match="not in your history"):
         send(runtime, queue, "nope", thumbs="up")
     run = finished_run(runtime)
@@ -91,33 +97,68 @@ def test_bad_feedback_is_refused_with_a_sentence(runtime, tmp_path):
 
 def test_thumbs_win_over_the_judge_and_say_so(runtime, tmp_path):
     run = finished_run(runtime)
-    queue = FeedbackQueue(tmp_path / "q.jsonl")
+    queue = FeedbackQueue(runtime.store)
     outcome = send(runtime, queue, run["run_started"].run_id, thumbs="down", right_answer=run["answer"].text)
     assert outcome.label_after == "incorrect"
     assert "the Judge had said correct" in queue.items()[0].judge_method
     assert runtime.store.get(run["memory_stored"].memory_id, namespace="default").correct is False
 
 
-def test_a_torn_last_line_is_skipped_reported_and_kept(runtime, tmp_path):
-    queue = FeedbackQueue(tmp_path / "q.jsonl")
+def test_a_damaged_queue_entry_is_skipped_and_reported(runtime):
+    from sqlalchemy import update
+
+    from memory_db.schema import learning_queue
+
+    queue = FeedbackQueue(runtime.store)
     run_id = finished_run(runtime)["run_started"].run_id
     send(runtime, queue, run_id, comment="first")
-    torn = b'{"run_id": "' + run_id.encode() + b'", "namespace": "default", "us'  # power lost mid-write
-    with open(queue.path, "ab") as fp:
-        fp.write(torn)
+    send(runtime, queue, run_id, comment="second")
+    with runtime.store._engine.begin() as conn:  # a row someone edited by hand
+        conn.execute(update(learning_queue).where(learning_queue.c.seq == 1).values(item='{"run_id": "x", "us'))
 
-    assert [i.comment for i in queue.items()] == ["first"]  # readers skip it instead of failing
-    assert any("cut short" in problem for problem in queue.damage())
-    outcome = send(runtime, queue, run_id, thumbs="up", comment="second")  # later feedback still works
-    assert outcome.queued == 2
-    assert [i.comment for i in queue.items()] == ["first", "second"]
-    assert [json.loads(line)["comment"] for line in queue.path.read_text().splitlines()] == ["first", "second"]
-    assert queue.torn_path.read_bytes() == torn + b"\n"  # kept, not lost
-    assert any("kept in q.jsonl.torn" in problem for problem in queue.damage())
+    assert [i.comment for i in queue.items(skip_damaged=True)] == ["second"]  # readers skip it instead of failing
+    assert any("entry 1 is not valid JSON" in problem for problem in queue.damage())
+    with pytest.raises(ValueError, match="entry 1"):
+        queue.items()
+    outcome = send(runtime, queue, run_id, thumbs="up", comment="third")  # later feedback still works
+    assert outcome.queued == 3 and [i.comment for i in queue.items(skip_damaged=True)] == ["second", "third"]
+
+
+def test_an_older_apps_queue_file_moves_into_the_database_once(runtime):
+    """Feedback an older version kept in feedback/ttrl-queue.jsonl: the lines its learner had read come
+    in as taken, verdicts a crash left unrecorded are applied once, a torn last line stays in the file."""
+    first = finished_run(runtime, ground_truth="Arthur's Magazine")
+    run_id, memory_id = first["run_started"].run_id, first["memory_stored"].memory_id
+    was_correct = runtime.store.get(memory_id, namespace="default").correct
+    flipped = "incorrect" if was_correct else "correct"
+
+    def line(**fields):
+        label = "correct" if was_correct else "incorrect"
+        values = dict(run_id=run_id, namespace="default", user="tester", question=QUESTION, answer="a", thumbs=None,
+                      right_answer=None, comment=None, label_before=label, label_after=label,
+                      judge_method="comment only", memory_id=memory_id)
+        return json.dumps(FeedbackItem(**{**values, **fields}).__dict__)
+
+    path = runtime.config.data_dir / "feedback" / "ttrl-queue.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [line(comment="read by the old learner"),  # no key: written before verdicts were recorded
+             line(thumbs="down" if was_correct else "up", label_after=flipped, judge_method="your thumbs",
+                  feedback_id="f" * 32)]  # queued, then the power went before its relabel
+    path.write_text("\n".join(lines) + '\n{"run_id": "torn', encoding="utf-8")
+    (runtime.config.data_dir / "ttrl").mkdir(parents=True, exist_ok=True)
+    (runtime.config.data_dir / "ttrl" / "state.json").write_text('{"feedback_cursor": 1}', encoding="utf-8")
+
+    ctx = AppContext(runtime)
+    AppContext(runtime)  # a second start imports nothing twice
+    items = ctx.queue.items()
+    assert [i.comment for i in items] == ["read by the old learner", None] and len(items) == 2
+    assert [e.taken_at is not None for e in ctx.queue.store.queue_entries()] == [True, False]
+    assert runtime.store.get(memory_id, namespace="default").correct is (not was_correct)
+    assert not path.exists() and path.with_name("ttrl-queue.jsonl.imported").read_text().endswith('{"run_id": "torn')
 
 
 def test_the_queued_count_a_user_sees_is_their_own(runtime, tmp_path):
-    queue = FeedbackQueue(tmp_path / "q.jsonl")
+    queue = FeedbackQueue(runtime.store)
     for namespace in ("alice", "alice", "bob"):
         run_id = finished_run(runtime, namespace=namespace)["run_started"].run_id
         outcome = submit_feedback(store=runtime.store, runlog=runtime.runlog, judge=Judge(runtime.agent.models["judge"]),
@@ -126,33 +167,35 @@ def test_the_queued_count_a_user_sees_is_their_own(runtime, tmp_path):
     assert any("(1 of your item waiting)" in line for line in outcome.changes)
 
 
-def test_feedback_queued_before_a_crash_is_recorded_once_when_the_app_starts_again(runtime, monkeypatch):
+def test_feedback_and_its_relabel_are_written_together_or_not_at_all(runtime, monkeypatch):
     first = finished_run(runtime, ground_truth="Arthur's Magazine")  # verified, so later runs are shown it
     second = finished_run(runtime, SIMILAR)  # retrieves the first run's memory
     run_id, memory_id = second["run_started"].run_id, second["memory_stored"].memory_id
     used = [m["id"] for m in second["memories"].successful + second["memories"].failed]
     assert first["memory_stored"].memory_id in used
-    # the run's memory (a near-duplicate of the first, merged into it): thumbs go against its label
-    was_correct = runtime.store.get(second["memory_stored"].memory_id, namespace="default").correct
+    was_correct = runtime.store.get(memory_id, namespace="default").correct
     counts = {i: runtime.store.get(i, namespace="default").usage_count for i in used}
-    queue = feedback_queue_for(runtime.config.data_dir)
+    queue = FeedbackQueue(runtime.store)
+    thumbs = "down" if was_correct else "up"
+    real_count = runtime.store._count_outcome
 
     def power_cut(*args, **kwargs):
-        raise RuntimeError("power cut between queueing and recording")
+        real_count(*args, **kwargs)  # the relabel and the win rates are written inside the transaction...
+        raise RuntimeError("power cut before the commit")  # ...which never commits
 
     with monkeypatch.context() as patched:
-        patched.setattr(runtime.store, "record_verdict", power_cut)
-        with pytest.raises(RuntimeError, match="power cut"):
-            send(runtime, queue, run_id, thumbs="down" if was_correct else "up")
-    assert len(queue) == 1  # the person's word was kept
-    assert runtime.store.get(memory_id, namespace="default").correct is was_correct  # but not yet applied
+        patched.setattr(runtime.store, "_count_outcome", power_cut)
+        with pytest.raises(FeedbackError, match="could not be saved.*send it again"):
+            send(runtime, queue, run_id, thumbs=thumbs)
+    assert len(queue) == 0  # neither the feedback...
+    assert runtime.store.get(memory_id, namespace="default").correct is was_correct  # ...nor its changes
+    assert {i: runtime.store.get(i, namespace="default").usage_count for i in used} == counts
 
-    AppContext(runtime)  # the app starts again: the queued feedback is applied
-    AppContext(runtime)  # and a second start applies nothing twice
+    send(runtime, queue, run_id, thumbs=thumbs)  # sent again: applied once
     relabelled = runtime.store.get(memory_id, namespace="default")
     assert relabelled.correct is (not was_correct) and relabelled.provenance["verified"] is True
     assert {i: runtime.store.get(i, namespace="default").usage_count for i in used} == {i: n + 1 for i, n in counts.items()}
-    assert [h.action for h in runtime.store.history(memory_id, namespace="default")].count("relabel") == 1
+    assert len(queue) == 1
 
 
 def test_past_runs_show_the_persons_verdict_after_feedback_and_no_rows_for_refused_questions(runtime):

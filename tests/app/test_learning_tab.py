@@ -113,7 +113,7 @@ def test_status_versions_signals_and_admin_only_controls(learning_runtime, learn
     assert [row[1] for row in alice.signals] == ["alice"] and alice.signals[0][3] == QUESTION
     assert alice.signals[0][4] == "v0000" and alice.signals[0][6].endswith("/2")
     assert sorted(row[1] for row in admin.signals) == ["alice", "bob"]
-    assert "learner has read 1 of the 1" in admin.queue_text and "learner has read" not in alice.queue_text
+    assert "learner has taken everything queued" in admin.queue_text and "learner has taken" not in alice.queue_text
 
     # Only an admin steers the shared Planner.
     assert alice.controls_visible is False and admin.controls_visible is True
@@ -151,6 +151,7 @@ def test_finished_runs_become_signals_typed_answers_always_unsupervised_only_opt
     assert queue_for_learning(ctx, transcript, QUESTION, "default", **args) is None  # ttrl.unsupervised is off
     typed = queue_for_learning(ctx, transcript, QUESTION, "default", **{**args, "ground_truth": " Arthur's Magazine "})
     assert typed and "against your right answer" in typed and "1 signal pending" in typed
+    learner.poll_feedback()  # the learner takes it from the database queue
     signal = learner.pending[-1]
     assert (signal.kind, signal.answer, signal.source) == ("ground_truth", "Arthur's Magazine",
                                                            f"ground_truth:{transcript.run_id}")
@@ -161,6 +162,7 @@ def test_finished_runs_become_signals_typed_answers_always_unsupervised_only_opt
     assert "not running in this app" in view(AppContext(rt), None).status  # enabled, but started without one
     sentence = queue_for_learning(ctx, transcript, QUESTION, "default", **args)
     assert sentence and "2 signals pending" in sentence and "unsupervised" in sentence
+    learner.poll_feedback()
     signal = learner.pending[-1]
     assert (signal.kind, signal.question, signal.namespace, signal.answer) == ("unsupervised", QUESTION, "default", "")
     assert signal.source == f"unsupervised:{transcript.run_id}"

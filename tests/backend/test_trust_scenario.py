@@ -63,7 +63,7 @@ def test_a_wrong_answer_the_judge_liked_stays_unverified_and_a_persons_word_stay
     assert next(e for e in events if isinstance(e, AnswerReady)).sources, "the answer cites what states it"
 
     run_id = next(e for e in events if isinstance(e, RunStarted)).run_id
-    queue = FeedbackQueue(tmp_path / "queue.jsonl")
+    queue = FeedbackQueue(store)
     submit_feedback(store=store, runlog=runlog, judge=Judge(scripted_model_class("judge")), queue=queue,
                     namespace="alice", run_id=run_id, user="alice", thumbs="down")
     store.edit(stored.id, namespace="alice", summary="Wrong: Arthur's Magazine (1844) is older.", actor="user:alice")

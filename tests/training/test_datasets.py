@@ -74,15 +74,18 @@ def test_items_from_runs_use_ground_truth_and_thumbs_up_only(tmp_path):
     _log_run(runlog, "alice", "r4", "Largest ocean?", "")  # corrected by feedback
     _log_run(runlog, "alice", "r5", "Broken?", "", failed=True)
     _log_run(runlog, "bob", "b1", "Bob's private question?", "yes", truth="yes")
-    from backend.feedback import FeedbackItem, feedback_queue_for
+    from backend.feedback import FeedbackItem, FeedbackQueue
+    from memory_db import MemoryStore
 
-    queue = feedback_queue_for(tmp_path)
+    app_store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}")  # the app's database, as the app keeps it
+    queue = FeedbackQueue(app_store)
     for run_id, thumbs, right in [("r2", "up", None), ("r3", "down", None), ("r4", None, "Pacific Ocean"),
                                   ("b1", "down", None)]:
         queue.append(FeedbackItem(run_id=run_id, namespace="bob" if run_id == "b1" else "alice", user="u",
                                   question="q", answer="a", thumbs=thumbs, right_answer=right, comment=None,
                                   label_before="incorrect", label_after="incorrect", judge_method="thumbs",
                                   memory_id=None))
+    app_store.close()
     items = {item.question: item for item in items_from_runs(tmp_path, "alice")}
     assert set(items) == {"Who wrote Hamlet?", "Capital of France?", "Largest ocean?"}
     assert items["Who wrote Hamlet?"].ground_truth == "William Shakespeare"
@@ -92,13 +95,17 @@ def test_items_from_runs_use_ground_truth_and_thumbs_up_only(tmp_path):
     assert items["Capital of France?"].source == "run:alice/r2"
 
 
-def test_bad_feedback_is_reported_with_its_line(tmp_path):
+def test_bad_feedback_is_reported_with_its_entry(tmp_path):
+    from memory_db import MemoryStore
+
     RunLog(tmp_path / "runs").append("alice", RunStarted("r1", question="q?", namespace="alice"))
-    feedback = tmp_path / "feedback" / "ttrl-queue.jsonl"
-    feedback.parent.mkdir()
-    feedback.write_text('{"run_id": "r1", "rating": \n', encoding="utf-8")
-    with pytest.raises(DatasetError, match="ttrl-queue.jsonl has a malformed line"):
+    app_store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}")
+    app_store.enqueue("k1", namespace="alice", kind="feedback", run_id="r1", item={"run_id": "r1", "rating": 3})
+    app_store.close()
+    with pytest.raises(DatasetError, match="damaged entry .*entry 1 has unknown fields rating"):
         items_from_runs(tmp_path, "alice")
+    with pytest.raises(DatasetError, match="cannot be opened"):
+        items_from_runs(tmp_path, "alice", memory_url="mysql://nowhere/db")
 
 
 def test_memory_context_comes_from_the_namespaces_own_store(tmp_path):

@@ -254,19 +254,19 @@ def test_rollback_points_app_and_learner_at_an_earlier_version(make_learner):
 
 
 def test_paused_learning_changes_nothing(make_learner, store, tmp_path):
-    queue = FeedbackQueue(tmp_path / "queue.jsonl")
+    queue = FeedbackQueue(store)
     learner = make_learner(queue=queue)
     learner.pause()
     queue.append(feedback(question=QUESTIONS[0][0], right_answer=QUESTIONS[0][1]))
     learner.submit(Signal(QUESTIONS[1][0], "ground_truth", "alice", QUESTIONS[1][1], "stream"))
     assert learner.work_once() == "paused"
-    assert learner.status().pending == 1 and learner.feedback_cursor == 0
+    assert learner.status().pending == 1 and queue.untaken_count() == 1
     assert store.count(namespace="alice") == 0 and [v.number for v in learner.versions.all()] == [0]
     state = json.loads((tmp_path / "ttrl" / "state.json").read_text())
     assert state["paused"] is True
     learner.resume()
     assert learner.work_once() == "processed"  # the queued feedback was read, then one signal processed
-    assert learner.feedback_cursor == 1 and learner.status().pending == 1
+    assert queue.untaken_count() == 0 and learner.status().pending == 1
 
 
 def test_budget_holds_signals_back(make_learner):
@@ -515,8 +515,8 @@ def test_a_llamacpp_planner_answers_with_its_promoted_adapter(tmp_path, _smollm2
         store.close()
 
 
-def test_repeated_thumbs_on_one_run_make_one_signal(make_learner, tmp_path):
-    queue = FeedbackQueue(tmp_path / "queue.jsonl")
+def test_repeated_thumbs_on_one_run_make_one_signal(make_learner, store):
+    queue = FeedbackQueue(store)
     learner = make_learner(queue=queue)
     learner.pause()  # read the queue without processing
     for _ in range(4):

@@ -3,7 +3,8 @@
 Never in the request path: the app keeps answering with the current Planner while this worker
 samples rollouts with its own copy of the Planner (the policy) and trains it. The worker loop:
 
-1. read new feedback from the app's durable queue (a cursor in ``state.json``) into pending signals;
+1. take new entries of the learning queue in the database (people's feedback, questions to learn
+   from) into pending signals, saved in ``state.json`` before the entries are marked taken;
 2. if the hourly rollout budget allows, take the oldest signal: the policy proposes n plans, the
    frozen Executor runs them, the Judge grades them; the Manager stores the shortest correct and
    one incorrect trajectory (non-parametric side);
@@ -11,15 +12,20 @@ samples rollouts with its own copy of the Planner (the policy) and trains it. Th
    version is evaluated on the canary and promoted only if it does not do worse than the current
    one; ``on_promote`` then swaps it into the app (between questions).
 
-Pending signals and the scored batch survive a restart (``state.json``, ``batch.jsonl``).
+Pending signals and the scored batch survive a restart (``state.json``, ``batch.jsonl``). A learner
+stopped between saving its signals and marking their entries taken reads those entries again and
+drops them (one signal per run: a repeat teaches what the pending or learned one does).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -36,16 +42,42 @@ from training.grpo import group_advantages, grpo_update
 from training.policy import LoraSettings, PolicyChatModel, TurnSample
 from training.ttrl.budget import RolloutBudget
 from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
+from training.ttrl.gate import GatedModel, YieldGate
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
-from training.ttrl.signals import Signal, SignalGrader, signal_from_feedback
+from training.ttrl.signals import Signal, SignalGrader, signal_of_entry
 from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_json_atomically
 
 log = logging.getLogger(__name__)
 
 
 def _run_key(signal: Signal) -> str:
-    """Which run a feedback signal is about (one signal per run)."""
+    """Which run a signal is about (one signal per run)."""
     return f"{signal.namespace}|{signal.source}"
+
+
+def _about_a_run(signal: Signal) -> bool:
+    """Signals from the app name their run (feedback:, ground_truth:, unsupervised:); a stream's are each their own."""
+    return not signal.source.startswith("stream:")
+
+
+def learner_owner() -> str:
+    """Who a learner is, in the queue and the lease: host, process and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_is_gone(owner: str) -> bool:
+    """Whether `owner` (as learner_owner writes it) was a process of this machine that has ended."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def _lesson(signal: Signal) -> str:
@@ -102,20 +134,26 @@ class TestTimeLearner:
         app_settings: EpisodeSettings | None = None,
         reward_weights: PlannerRewardConfig = PlannerRewardConfig(),
         clock: Callable[[], float] = time.time,
+        gate: YieldGate | None = None,
+        owner: str | None = None,
     ) -> None:
         """`app_settings`: the app's episode settings (its memory retrieval; then `memory_k` and
-        `guided` come from it); a rollout is shorter than a user's run (ttrl.max_turns, max_new_tokens)."""
+        `guided` come from it); a rollout is shorter than a user's run (ttrl.max_turns, max_new_tokens).
+        `gate`: every model call of rollouts and canary waits at it while users' questions run."""
         self.settings = settings
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         # A callable is resolved when the policy is first built (preparing the weights may take minutes).
         self._planner_base = planner_base_dir
-        self.executor_model = executor_model
-        self.judge = Judge(judge_model, require_overlap=True) if judge_model is not None else None
+        self._users_running = 0  # users' questions running in this process (the thread learner gives way)
+        self.gate = gate or YieldGate(lambda: self._users_running > 0, check_s=0.2)
+        self.executor_model = self._gated(executor_model)
+        self.judge = Judge(self._gated(judge_model), require_overlap=True) if judge_model is not None else None
         self.manager = manager
         self.tools = dict(tools)
         self.canary = load_canary(canary_path, settings.canary_size)
-        self.feedback_queue = feedback_queue
+        self.feedback_queue = feedback_queue  # backend.feedback_queue.FeedbackQueue (the database's)
+        self.owner = owner or learner_owner()
         self.on_promote = on_promote
         self.versions = VersionStore(self.root)
         self.reward_weights = reward_weights
@@ -130,17 +168,23 @@ class TestTimeLearner:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._policy: PolicyChatModel | None = None
+        self._policy_version = 0  # the version the policy's weights started from
         self._optimizer: torch.optim.Optimizer | None = None
         self.activity = "idle"
         self.last_error = ""
         state = self._read_state()
         self.paused: bool = state.get("paused", False)
-        self.feedback_cursor: int = state.get("feedback_cursor", 0)
         self.pending: list[Signal] = [Signal(**s) for s in state.get("pending", [])]
         # What each run's feedback last taught ("kind:answer" by source), so a repeated thumb is one signal.
         self.learned_from: dict[str, str] = dict(state.get("learned_from", {}))
         self.budget = RolloutBudget(settings.rollouts_per_hour, clock=clock, spent=state.get("budget", []))
         self.batch: list[_Group] = self._read_batch()
+        # Stopped after a signal's group reached the batch but before the signal left `pending`: it is done.
+        scored = [g.signal for g in self.batch]
+        self.pending = [s for s in self.pending if s.to_dict() not in scored]
+
+    def _gated(self, model):
+        return GatedModel(model, self.gate) if self.gate is not None and model is not None else model
 
     # -- persistence ------------------------------------------------------------------------------
     @property
@@ -156,7 +200,7 @@ class TestTimeLearner:
 
     def _save_state(self) -> None:
         write_json_atomically(self._state_path, {
-            "paused": self.paused, "feedback_cursor": self.feedback_cursor,
+            "paused": self.paused,
             "pending": [s.to_dict() for s in self.pending], "budget": self.budget.spent_times(),
             "learned_from": self.learned_from,
         })
@@ -261,25 +305,54 @@ class TestTimeLearner:
             done += 1
         return done
 
+    # What the app tells its learner (the same calls as training.ttrl.remote.RemoteLearner's).
+    def user_run_started(self) -> None:
+        with self._lock:
+            self._users_running += 1
+
+    def user_still_running(self) -> None:
+        """Nothing to renew in one process: the count holds until user_run_finished."""
+
+    def user_run_finished(self) -> None:
+        with self._lock:
+            self._users_running = max(0, self._users_running - 1)
+
+    def sync(self) -> None:
+        """Nothing to pick up: a promoted version reaches this process through on_promote."""
+
+    def wake(self) -> None:
+        """Something was queued: poll now instead of after poll_seconds."""
+        self._wake.set()
+
+    def pending_count(self, namespace: str | None = None) -> int:
+        """Signals waiting for rollouts (of one namespace): pending here, and queued entries not yet taken."""
+        with self._lock:
+            waiting = sum(1 for s in self.pending if namespace in (None, s.namespace))
+        if self.feedback_queue is not None:
+            waiting += sum(1 for e in self.feedback_queue.untaken()
+                           if namespace in (None, e.namespace) and signal_of_entry(e) is not None)
+        return waiting
+
     def poll_feedback(self) -> int:
-        """Move new feedback-queue items into pending signals; returns how many became signals."""
+        """Take the queue's new entries into pending signals; returns how many became signals. The
+        signals are saved before their entries are marked taken (see the module's docstring)."""
         if self.feedback_queue is None:
             return 0
-        items = self.feedback_queue.items()
+        entries = self.feedback_queue.untaken()
+        if not entries:
+            return 0
+        signals = [s for s in (signal_of_entry(e) for e in entries) if s is not None]
         with self._lock:
-            new = items[self.feedback_cursor:]
-            signals = [s for s in (signal_from_feedback(i) for i in new) if s is not None]
             for signal in signals:
                 self._add_pending(signal)
-            self.feedback_cursor = len(items)
-            if new:
-                self._save_state()
+            self._save_state()
+        self.feedback_queue.mark_taken([e.seq for e in entries], self.owner)
         return len(signals)
 
     def _add_pending(self, signal: Signal) -> None:
         """One signal per run: later feedback on a run whose signal waits replaces it (the latest word
-        wins), and feedback repeating what the run already taught is dropped."""
-        if not signal.source.startswith("feedback:"):  # streams and unsupervised questions are each their own
+        wins), and a signal repeating what the run already taught is dropped."""
+        if not _about_a_run(signal):
             self.pending.append(signal)
             return
         key = (signal.namespace, signal.source)
@@ -315,7 +388,7 @@ class TestTimeLearner:
         with self._lock:
             if self.pending and self.pending[0] is signal:
                 self.pending.pop(0)
-            if signal.source.startswith("feedback:"):
+            if _about_a_run(signal):
                 self.learned_from[_run_key(signal)] = _lesson(signal)
             self._save_state()
         if len(self.batch) >= self.settings.signals_per_update:
@@ -336,8 +409,11 @@ class TestTimeLearner:
         return Path(self._planner_base)
 
     def policy(self) -> PolicyChatModel:
+        if self._policy is not None and self.versions.current().number != self._policy_version:
+            self._policy, self._optimizer = None, None  # rolled back from another process (the app)
         if self._policy is None:
             current = self.versions.current()
+            self._policy_version = current.number
             self._policy = PolicyChatModel(
                 self.planner_base_dir(), temperature=self.settings.temperature,
                 lora=LoraSettings(r=self.settings.lora_r, alpha=self.settings.lora_alpha),
@@ -355,7 +431,7 @@ class TestTimeLearner:
         memory_text, used = memory_context(self.manager, signal, self.episode_settings)
         grader = SignalGrader(signal, self.judge)
         self.budget.spend(self.settings.rollouts_per_signal)
-        rollouts = run_rollouts(signal, policy=policy, executor_model=self.executor_model, tools=self.tools,
+        rollouts = run_rollouts(signal, policy=self._gated(policy), executor_model=self.executor_model, tools=self.tools,
                                 grader=grader, settings=self.episode_settings, memory_text=memory_text,
                                 n=self.settings.rollouts_per_signal, weights=self.reward_weights)
         version = self.versions.current().name
@@ -376,7 +452,7 @@ class TestTimeLearner:
         return outcome
 
     def _canary(self, model: ChatModel) -> CanaryResult:
-        return evaluate_canary(self.canary, planner_model=model, executor_model=self.executor_model, tools=self.tools,
+        return evaluate_canary(self.canary, planner_model=self._gated(model), executor_model=self.executor_model, tools=self.tools,
                                settings=self.episode_settings, weights=self.reward_weights)
 
     def update(self) -> Version | None:
@@ -432,6 +508,7 @@ class TestTimeLearner:
             self._save_batch()
             if promoted:
                 self.versions.make_current(number)
+                self._policy_version = number
             else:
                 policy.restore_trainable_state(before)
         self._log("updates.jsonl", {"at": time.time(), "event": "update", **asdict(version)})

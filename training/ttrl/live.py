@@ -18,7 +18,7 @@ import httpx
 
 from backend.config import REPO_ROOT, Config, ConfigError
 from backend.episode import EpisodeSettings
-from backend.feedback import feedback_queue_for
+from backend.feedback import open_feedback_queue
 from backend.llm.base import ChatModel, LLMError
 from backend.llm.embedded import EmbeddedChatModel
 from backend.llm.gguf_import import prepare_embedded_model
@@ -161,25 +161,44 @@ def swap_planner(runtime: Runtime, version: Version) -> None:
     log.info("Planner %s is now answering", version.name)
 
 
-def build_learner(runtime: Runtime) -> TestTimeLearner:
+def prepare_for_apps(config: Config, version: Version) -> None:
+    """A worker's promotion: make the version ready for the app processes to load between questions
+    (a llama.cpp adapter converted once; a served adapter registered with vLLM under its unique name)."""
+    role = config.role("planner")
+    if version.adapter_path is None:
+        return
+    if role.backend == "llamacpp":
+        gguf_adapter_for(version, gguf_file(config, role, progress=False))
+    elif role.backend == "openai":
+        register_served_adapter(role.base_url, version, api_key=role.api_key, timeout_s=role.timeout_s)
+    log.info("Planner %s is promoted; the app processes load it before their next question", version.name)
+
+
+def build_learner(runtime: Runtime, *, serving: bool = True, gate=None, owner: str | None = None) -> TestTimeLearner:
+    """The learner on the runtime's models, tools and memory. `serving`: in the app's process, a
+    promoted version is swapped into this runtime's agent; otherwise (the worker) it is prepared for
+    the app processes, which load it themselves. `gate`: see training.ttrl.gate."""
     config = runtime.config
     agent = runtime.agent
     # A llama.cpp Planner's transformers copy is dequantised when learning first trains, not at start.
     lazy = config.role("planner").backend == "llamacpp" and not config.ttrl.base_model_dir
     learner_base = (lambda: planner_base_dir(config)) if lazy else planner_base_dir(config)
     manager = Manager(agent.models["manager"], runtime.store, summary_max_words=config.agent.summary_max_words)
+    on_promote = (lambda version: swap_planner(runtime, version)) if serving else (
+        lambda version: prepare_for_apps(config, version))
     learner = TestTimeLearner(
         config.ttrl, root=learning_root(config), planner_base_dir=learner_base,
         executor_model=agent.models["executor"], judge_model=agent.models["judge"], manager=manager,
         tools=offered_tools(agent.tools, has_image=False),  # signals are text questions
         canary_path=REPO_ROOT / config.ttrl.canary_file if not Path(config.ttrl.canary_file).is_absolute()
         else Path(config.ttrl.canary_file),
-        feedback_queue=feedback_queue_for(config.data_dir),
-        on_promote=lambda version: swap_planner(runtime, version),
+        feedback_queue=open_feedback_queue(runtime.store, config.data_dir),
+        on_promote=on_promote,
         app_settings=EpisodeSettings.from_config(config, agent.models["executor"].traits),
         reward_weights=config.rewards.planner,
+        gate=gate, owner=owner,
     )
     current = learner.versions.current()
-    if current.number:
+    if current.number and serving:
         swap_planner(runtime, current)  # a restart answers with the version that was current
     return learner

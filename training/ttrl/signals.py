@@ -10,10 +10,13 @@ Kinds of signal:
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 
 from backend.judge import Judge, answer_contains, normalize_answer
+
+log = logging.getLogger(__name__)
 
 KINDS = ("ground_truth", "rejected", "unsupervised")
 
@@ -53,6 +56,22 @@ def signal_from_feedback(item) -> Signal | None:
     if item.thumbs == "down" and item.answer.strip():
         return Signal(item.question, "rejected", item.namespace, item.answer, source, item.at)
     return None
+
+
+def signal_of_entry(entry) -> Signal | None:
+    """A learning-queue entry (memory_db.QueueEntry) as a signal, or None: a comment alone, or an
+    entry that cannot be read (logged; the learner goes on with the rest)."""
+    from backend.feedback_queue import SIGNAL, item_from_entry
+
+    try:
+        if entry.kind == SIGNAL:
+            if entry.item is None:
+                raise ValueError(entry.problem)
+            return Signal(**entry.item)
+        return signal_from_feedback(item_from_entry(entry))
+    except (ValueError, TypeError) as exc:
+        log.warning("learning-queue entry %s is skipped: %s", entry.seq, exc)
+        return None
 
 
 class SignalGrader:

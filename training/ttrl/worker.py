@@ -1,0 +1,175 @@
+"""Test-time learning as its own process: `python -m training ttrl worker`.
+
+The worker holds the deployment's learner lease (one learner per database), builds the app's models,
+tools and memory from the same configuration, takes the learning queue from the database, trains,
+runs the canary and promotes versions into the shared learning folder (`<data_dir>/ttrl`); the app
+processes only enqueue, read what the worker publishes in its lease row, and pick up a promoted
+version between questions. Every model call waits while a user's question runs (training.ttrl.gate),
+and the app starts it `nice`d, so on one small machine answering comes first.
+
+Killed at any point, a restarted worker goes on where it stopped: queued entries are taken only
+after they are saved as pending signals, a scored signal is in the batch file before it leaves the
+pending list, and a signal found in both is not scored again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, replace
+
+from backend.config import Config
+from memory_db import LearnerLease, LeaseHeld, MemoryStore
+from training.ttrl.gate import YieldGate
+from training.ttrl.learner import TestTimeLearner, learner_owner, owner_is_gone
+
+log = logging.getLogger(__name__)
+
+RECENT_SIGNALS = 100  # signal records the worker publishes for the Learning view
+
+
+def published_status(learner: TestTimeLearner, gate: YieldGate | None = None) -> dict:
+    """What the app's Learning view reads of a learner in another process."""
+    status = learner.status()
+    with learner._lock:
+        by_namespace = Counter(s.namespace for s in learner.pending)
+    return {
+        "status": asdict(status),
+        "pending_by_namespace": dict(by_namespace),
+        "signals": learner.read_log("signals.jsonl")[-RECENT_SIGNALS:],
+        "owner": learner.owner,
+        "pid": os.getpid(),
+        "yielded_s": round(gate.waited_s, 1) if gate is not None else 0.0,
+        "yields": gate.waits if gate is not None else 0,
+        "at": time.time(),
+    }
+
+
+class LearnerWorker:
+    """Runs a learner under the lease: a heartbeat thread renews it and publishes the status; the
+    main loop mirrors the app's pause switch and works while there is work."""
+
+    def __init__(self, lease: LearnerLease, owner: str, *, heartbeat_s: float = 5.0,
+                 stopped: threading.Event | None = None) -> None:
+        self.lease, self.owner, self.heartbeat_s = lease, owner, heartbeat_s
+        self.stopped = stopped or threading.Event()
+        self.learner: TestTimeLearner | None = None
+        self.gate: YieldGate | None = None
+        self.lost = False
+        self._beat: threading.Thread | None = None
+
+    def acquire(self) -> None:
+        """Take the lease (LeaseHeld when another live learner has it) and start the heartbeat."""
+        self.lease.acquire(self.owner, holder_is_gone=owner_is_gone)
+        self._beat = threading.Thread(target=self._heartbeat, name="learner-heartbeat", daemon=True)
+        self._beat.start()
+
+    def _payload(self) -> dict:
+        if self.learner is None:
+            return {"status": None, "owner": self.owner, "pid": os.getpid(), "activity": "loading the models",
+                    "at": time.time()}
+        return published_status(self.learner, self.gate)
+
+    def _heartbeat(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                if self.lease.heartbeat(self.owner, self._payload()) is None:
+                    log.error("the learner lease was taken by another worker (this one missed its heartbeats); stopping")
+                    self.lost = True
+                    self.stopped.set()
+                    return
+            except Exception:  # the database is briefly unreachable: keep trying; the lease may expire
+                log.exception("learner heartbeat")
+            self.stopped.wait(self.heartbeat_s)
+
+    def run(self, learner: TestTimeLearner, *, until_idle: bool = False, max_signals: int | None = None) -> int:
+        """Work until stopped (or, with `until_idle`, until nothing is left); returns signals processed."""
+        self.learner = learner
+        done = 0
+        try:
+            while not self.stopped.is_set():
+                paused = self.lease.read().paused
+                if paused != learner.paused:
+                    learner.pause() if paused else learner.resume()
+                outcome = learner.work_once()
+                if outcome == "processed":
+                    done += 1
+                    if max_signals is not None and done >= max_signals:
+                        break
+                    continue
+                if until_idle:
+                    break
+                self.stopped.wait(learner.settings.poll_seconds)
+        finally:
+            self.close()
+        return done
+
+    def close(self) -> None:
+        self.stopped.set()
+        if self._beat is not None:
+            self._beat.join(timeout=self.heartbeat_s + 5)
+        if not self.lost:
+            try:
+                if self.learner is not None:
+                    self.lease.heartbeat(self.owner, {**self._payload(), "stopped": True})
+                self.lease.release(self.owner)
+            except Exception:
+                log.exception("releasing the learner lease")
+
+
+def _search_without_building_vectors(config: Config) -> Config:
+    """The app builds the corpus's dense vectors (once, in the background); until they are cached the
+    worker's rollouts search with BM25 instead of building a second copy beside it."""
+    from backend.tools.wiki_index import dense_vectors_cached
+    from memory_db import get_embedder
+
+    if config.search.hybrid and not dense_vectors_cached(config.index_cache_dir, get_embedder()):
+        print("The dense vectors of the corpus are not built yet: the worker's rollouts search with BM25 "
+              "(restart the worker once the app has built them).", flush=True)
+        return replace(config, search=replace(config.search, hybrid=False))
+    return config
+
+
+def run_worker(config: Config, *, until_idle: bool = False, max_signals: int | None = None, nice: int = 0,
+               progress: bool = True) -> int:
+    """The worker's whole life: lease, models, learning, release. Returns signals processed."""
+    from backend.runtime import build_runtime
+    from training.ttrl.live import build_learner
+
+    if nice:
+        os.nice(nice)
+    config = replace(config, ttrl=replace(config.ttrl, enabled=True))
+    stopped = threading.Event()
+
+    def on_term(signum, _frame):
+        raise SystemExit(128 + signum)  # the lease is released on the way out; the state is already on disk
+
+    signal.signal(signal.SIGTERM, on_term)
+    lease_store = MemoryStore(config.resolved_memory_url)  # the lease first: a second worker stops before loading models
+    runtime = None
+    try:
+        lease = lease_store.learner_lease(ttl_s=config.ttrl.lease_ttl_s)
+        worker = LearnerWorker(lease, learner_owner(), heartbeat_s=min(5.0, config.ttrl.lease_ttl_s / 4), stopped=stopped)
+        worker.acquire()
+        try:
+            config = _search_without_building_vectors(config)
+            runtime = build_runtime(config, progress=progress, with_documents=False)
+            worker.gate = YieldGate(lambda: lease.read().users_active, stopped=stopped)
+            learner = build_learner(runtime, serving=False, gate=worker.gate, owner=worker.owner)
+        except BaseException:
+            worker.close()
+            raise
+        print(f"Test-time learning worker {worker.owner}: Planner v{learner.versions.current().number:04d}, "
+              f"{learner.pending_count()} signals waiting; folder {learner.root}", flush=True)
+        return worker.run(learner, until_idle=until_idle, max_signals=max_signals)
+    finally:
+        if runtime is not None:
+            runtime.close()
+        lease_store.close()
+
+
+__all__ = ["LeaseHeld", "LearnerWorker", "published_status", "run_worker"]
