@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Float, case, cast, func, literal, select, text, true
+from sqlalchemy import Connection, Float, bindparam, case, cast, func, literal, select, text, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from .pgvector import Vector, VectorSupport, vector_literal, vector_memories
@@ -146,6 +146,41 @@ class DatabaseSearch:
             return None
         best = max(rows, key=lambda row: (row.similarity, -row.row_id))
         return int(best.row_id), float(best.similarity)
+
+    def nearest_many(self, conn: Connection, namespace: str, question_vectors: Sequence[np.ndarray],
+                     correct: bool | None = None) -> list[tuple[int, float] | None]:
+        """`nearest` for several caption-less (text) memories in one statement: one HNSW scan each,
+        joined laterally. A memory whose scan finds fewer than the candidates asked for in a small
+        bucket gets `nearest`'s exact scan."""
+        if not question_vectors:
+            return []
+        self._scan_settings(conn, NEAREST_EF)
+        label = "" if correct is None else " AND m.correct = :correct"
+        statement = text(f"""
+            SELECT q.i AS i, m.row_id AS row_id, -(m.question_vector <#> q.v) AS similarity
+            FROM unnest(CAST(:vectors AS vector[])) WITH ORDINALITY AS q(v, i)
+            CROSS JOIN LATERAL (
+                SELECT row_id, question_vector FROM memories m
+                WHERE m.namespace = :namespace AND m.modality = 'text' AND m.question_vector IS NOT NULL
+                  AND m.question_type IN :types{label}
+                ORDER BY m.question_vector <#> q.v LIMIT :limit) m
+        """).bindparams(bindparam("types", expanding=True))
+        params = {"vectors": "{" + ",".join(f'"{vector_literal(v)}"' for v in question_vectors) + "}",
+                  "namespace": namespace, "types": list(QUESTION_TYPES), "limit": NEAREST_CANDIDATES}
+        if correct is not None:
+            params["correct"] = correct
+        found: dict[int, list] = {}
+        for row in conn.execute(statement, params):
+            found.setdefault(int(row.i) - 1, []).append(row)
+        best: list[tuple[int, float] | None] = []
+        for i, vector in enumerate(question_vectors):
+            rows = found.get(i, [])
+            if len(rows) < NEAREST_CANDIDATES:
+                best.append(self.nearest(conn, namespace, "text", vector, None, correct))
+                continue
+            top = max(rows, key=lambda row: (row.similarity, -row.row_id))
+            best.append((int(top.row_id), float(top.similarity)))
+        return best
 
     # ---- contrastive search ---------------------------------------------------------------------
     def search(self, conn: Connection, namespace: str, modality: str, question_vector: np.ndarray,

@@ -50,3 +50,28 @@ def test_opening_twice_is_a_no_op(database_url, embedder):
         assert store.count(namespace="x") == 0
     finally:
         store.close()
+
+
+OPEN_AT = """
+import sys, time
+from memory_db import MemoryStore
+start_at = float(sys.argv[2])
+while time.time() < start_at:
+    time.sleep(0.001)
+MemoryStore(sys.argv[1]).close()
+"""
+
+
+def test_processes_opening_a_fresh_database_together_migrate_it_once(database_url):
+    """App processes started together on an empty database (a new deployment) all come up."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    start_at = time.time() + 5.0
+    processes = [subprocess.Popen([sys.executable, "-c", OPEN_AT, database_url, str(start_at)], cwd=repo,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    errors = [p.communicate(timeout=120)[1] for p in processes]
+    assert [p.returncode for p in processes] == [0, 0, 0, 0], errors
