@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,50 @@ lease_ttl_s = 5
 {extra}
 {roles}''', encoding="utf-8")
     return path
+
+
+# -- PostgreSQL (MIA_TEST_POSTGRES_URL; `.ci/postgres.sh` starts one with pgvector) ---------------
+POSTGRES_URL_VARIABLE = "MIA_TEST_POSTGRES_URL"
+
+
+def _postgres_url_or_skip() -> str:
+    url = os.environ.get(POSTGRES_URL_VARIABLE)
+    if not url:
+        pytest.skip(f"{POSTGRES_URL_VARIABLE} is not set; run `eval \"$(bash .ci/postgres.sh)\"` "
+                    "to start a local PostgreSQL for these tests")
+    return url
+
+
+def _fresh_schema(*, with_public: bool) -> Iterator[str]:
+    """A PostgreSQL URL whose search_path starts with a fresh schema, dropped afterwards; with
+    `public` after it (where .ci/postgres.sh creates the pgvector extension), or alone."""
+    base = _postgres_url_or_skip()
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    schema = f"test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    separator = "&" if "?" in base else "?"
+    search_path = f"{schema}%2Cpublic" if with_public else schema
+    yield f"{base}{separator}options=-csearch_path%3D{search_path}"
+    with admin.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """PostgreSQL as the store finds it where pgvector is installed: search in SQL."""
+    yield from _fresh_schema(with_public=True)
+
+
+@pytest.fixture
+def postgres_without_pgvector_url() -> Iterator[str]:
+    """PostgreSQL where the store cannot reach pgvector's type (it is not on the search_path):
+    embeddings as bytes and search in process, as before pgvector."""
+    yield from _fresh_schema(with_public=False)
+
+

@@ -8,7 +8,7 @@ down-weighted per token.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -56,8 +56,11 @@ def grpo_update(
     clip_high: float = 0.28,
     updates_per_batch: int = 1,
     max_grad_norm: float = 1.0,
+    before_each: Callable[[], None] | None = None,
 ) -> UpdateStats:
-    """`updates_per_batch` optimizer steps on (turn samples, advantage) pairs, one sequence at a time."""
+    """`updates_per_batch` optimizer steps on (turn samples, advantage) pairs, one sequence at a time;
+    `before_each` runs before each sequence's forward and backward pass (the learner waits there
+    while users' questions run)."""
     work = [(sample, advantage) for samples, advantage in episodes for sample in samples if advantage != 0.0]
     total_tokens = sum(len(sample.completion_ids) for sample, _ in work)
     if total_tokens == 0:  # every group scored the same: nothing to learn from this batch
@@ -72,6 +75,8 @@ def grpo_update(
         optimizer.zero_grad(set_to_none=True)
         loss_value, clipped = 0.0, 0
         for index, (sample, advantage) in enumerate(work):
+            if before_each is not None:
+                before_each()
             logprobs = completion_logprobs(model, sample, temperature)
             old = old_logprobs[index] if old_logprobs is not None else logprobs.detach()
             ratio = torch.exp(logprobs - old)

@@ -24,7 +24,7 @@ from memory_db.pgvector import HNSW_INDEX
 from memory_db.records import QUESTION_TYPES
 from memory_db.schema import memories
 
-from .conftest import _fresh_schema
+from tests.conftest import _fresh_schema
 
 pytestmark = pytest.mark.postgres
 

@@ -68,6 +68,10 @@ CHILD = textwrap.dedent('''
         elif op == "delete":
             store.delete(command["id"], namespace=ns)
             reply = {}
+        elif op == "undo_last":  # the newest change of the memory, as the Memory view's undo
+            entry = store.history(command["id"], namespace=ns)[0]
+            store.undo(entry.id, namespace=ns)
+            reply = {"undone": entry.action}
         elif op == "count":
             reply = {"count": store.count(namespace=ns)}
         reply["loads"] = loads
@@ -136,6 +140,9 @@ def test_a_write_in_one_process_is_found_by_the_other_on_its_next_search(two_pro
 
     writer(op="edit", id=memory_id, summary="Searched twice: the Danube, not the Rhine.")
     assert reader(op="search", question=question)["failed"][0]["summary"] == "Searched twice: the Danube, not the Rhine."
+    # the other process undoes the edit it did not make (History is in the database)
+    assert reader(op="undo_last", id=memory_id)["undone"] == "edit"
+    assert writer(op="search", question=question)["failed"][0]["summary"] == "Searched the wiki: the Danube."
 
     # and the other way round
     other_id = reader(op="add", question="Who designed the Eiffel Tower?")["id"]

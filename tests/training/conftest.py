@@ -13,6 +13,13 @@ torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_CACHE = REPO / ".mia" / "test-cache"
+CANARY = REPO / "data" / "ttrl" / "canary.jsonl"
+# Questions with answers (HotpotQA train) that test-time learning's tests learn from.
+QUESTIONS = [
+    ("Which magazine was started first, Arthur's Magazine or First for Women?", "Arthur's Magazine"),
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", "yes"),
+    ("What government position was held by the woman who portrayed Corliss Archer in Kiss and Tell?", "Chief of Protocol"),
+]
 
 # The verl recipe's tests (marked `verl`) import the recipe, and with it verl's OmegaConf, at module
 # level; the app's environment (.venv, requirements.txt) has no verl, so there the module is not

@@ -25,13 +25,7 @@ from training.ttrl.rollouts import ScoredRollout, consolidate, shortest_correct_
 from training.ttrl.signals import SignalGrader
 from training.ttrl.versions import REJECTED, Version, VersionError, VersionStore
 
-REPO = Path(__file__).resolve().parents[2]
-CANARY = REPO / "data" / "ttrl" / "canary.jsonl"
-QUESTIONS = [
-    ("Which magazine was started first, Arthur's Magazine or First for Women?", "Arthur's Magazine"),
-    ("Were Scott Derrickson and Ed Wood of the same nationality?", "yes"),
-    ("What government position was held by the woman who portrayed Corliss Archer in Kiss and Tell?", "Chief of Protocol"),
-]
+from tests.training.conftest import CANARY, QUESTIONS
 
 
 def settings(**overrides) -> LearningConfig:

@@ -20,15 +20,10 @@ from training.ttrl import TestTimeLearner
 from training.ttrl.gate import YieldGate
 from training.ttrl.worker import LearnerWorker
 from tests.conftest import worker_config_file
+from tests.training.conftest import CANARY, REPO
+from tests.training.conftest import QUESTIONS as TTRL_QUESTIONS
 
-REPO = Path(__file__).resolve().parents[2]
-CANARY = REPO / "data" / "ttrl" / "canary.jsonl"
-QUESTIONS = [
-    ("Which magazine was started first, Arthur's Magazine or First for Women?", "Arthur's Magazine"),
-    ("Were Scott Derrickson and Ed Wood of the same nationality?", "yes"),
-    ("What government position was held by the woman who portrayed Corliss Archer in Kiss and Tell?", "Chief of Protocol"),
-    ("Who was born first, Pablo Trapero or Aleksander Ford?", "Aleksander Ford"),
-]
+QUESTIONS = TTRL_QUESTIONS + [("Who was born first, Pablo Trapero or Aleksander Ford?", "Aleksander Ford")]
 
 
 def _feedback(i: int, question: str, answer: str) -> FeedbackItem:
@@ -103,10 +98,19 @@ def test_a_killed_worker_restarts_without_losing_or_repeating_a_signal(tmp_path,
         reopened.close()
 
 
-def test_the_worker_gives_way_while_a_users_question_runs(tmp_path, tiny_model_dir, wiki_tools, embedder):
-    from backend.llm.embedded import EmbeddedChatModel
+def _learner(tmp_path, model_dir, tools, store, gate=None) -> TestTimeLearner:
     from backend.config import LearningConfig
+    from backend.llm.embedded import EmbeddedChatModel
 
+    model = EmbeddedChatModel(model_dir)
+    settings = LearningConfig(enabled=True, rollouts_per_signal=2, signals_per_update=5, rollouts_per_hour=100,
+                              canary_size=1, max_turns=1, max_new_tokens=16, poll_seconds=0.05, lora_r=4, lora_alpha=8)
+    return TestTimeLearner(settings, root=tmp_path / "ttrl", planner_base_dir=model_dir, executor_model=model,
+                           judge_model=model, manager=Manager(model, store), tools=tools, canary_path=CANARY,
+                           feedback_queue=FeedbackQueue(store), gate=gate, owner="w1")
+
+
+def test_the_worker_gives_way_while_a_users_question_runs(tmp_path, tiny_model_dir, wiki_tools, embedder):
     store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
     try:
         lease = store.learner_lease()
@@ -114,12 +118,7 @@ def test_the_worker_gives_way_while_a_users_question_runs(tmp_path, tiny_model_d
         worker.acquire()
         gate = YieldGate(lambda: lease.read().users_active, check_s=0.1, stopped=worker.stopped)
         worker.gate = gate
-        model = EmbeddedChatModel(tiny_model_dir)
-        settings = LearningConfig(enabled=True, rollouts_per_signal=2, signals_per_update=5, rollouts_per_hour=100,
-                                  canary_size=1, max_turns=1, max_new_tokens=16, poll_seconds=0.05, lora_r=4, lora_alpha=8)
-        learner = TestTimeLearner(settings, root=tmp_path / "ttrl", planner_base_dir=tiny_model_dir, executor_model=model,
-                                  judge_model=model, manager=Manager(model, store), tools=wiki_tools, canary_path=CANARY,
-                                  feedback_queue=FeedbackQueue(store), gate=gate, owner="w1")
+        learner = _learner(tmp_path, tiny_model_dir, wiki_tools, store, gate)
         FeedbackQueue(store).submit(_feedback(0, *QUESTIONS[0]))
         app = MemoryStore(store.url).learner_lease()  # the app process's handle
         app.users_active_for(2.0)  # a user's question runs for the next 2 s
@@ -135,20 +134,12 @@ def test_the_worker_gives_way_while_a_users_question_runs(tmp_path, tiny_model_d
 
 
 def test_pause_from_the_app_reaches_the_worker(tmp_path, tiny_model_dir, wiki_tools, embedder):
-    from backend.llm.embedded import EmbeddedChatModel
-    from backend.config import LearningConfig
-
     store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
     try:
         lease = store.learner_lease()
         worker = LearnerWorker(lease, "w1", heartbeat_s=0.2)
         worker.acquire()
-        model = EmbeddedChatModel(tiny_model_dir)
-        settings = LearningConfig(enabled=True, rollouts_per_signal=2, signals_per_update=5, rollouts_per_hour=100,
-                                  canary_size=1, max_turns=1, max_new_tokens=16, poll_seconds=0.05, lora_r=4, lora_alpha=8)
-        learner = TestTimeLearner(settings, root=tmp_path / "ttrl", planner_base_dir=tiny_model_dir, executor_model=model,
-                                  judge_model=model, manager=Manager(model, store), tools=wiki_tools, canary_path=CANARY,
-                                  feedback_queue=FeedbackQueue(store), owner="w1")
+        learner = _learner(tmp_path, tiny_model_dir, wiki_tools, store)
         FeedbackQueue(store).submit(_feedback(0, *QUESTIONS[0]))
         lease.set_paused(True)
         assert worker.run(learner, until_idle=True) == 0 and learner.paused

@@ -22,7 +22,8 @@ class YieldGate:
         self._stopped = stopped or threading.Event()
         self._checked_at = float("-inf")
         self._active = False
-        self.waited_s = 0.0  # how long the learner has given way, in all
+        self._waited_s = 0.0
+        self._waiting_since: float | None = None
         self.waits = 0
 
     def active(self) -> bool:
@@ -35,15 +36,24 @@ class YieldGate:
                 self._active = False
         return self._active
 
+    @property
+    def waited_s(self) -> float:
+        """How long the learner has given way, in all (a wait under way included)."""
+        ongoing = time.monotonic() - self._waiting_since if self._waiting_since is not None else 0.0
+        return self._waited_s + ongoing
+
     def wait(self) -> None:
         """Return once no user's question runs (or the worker is stopping)."""
         if not self.active():
             return
-        started = time.monotonic()
+        self._waiting_since = time.monotonic()
         self.waits += 1
-        while self.active() and not self._stopped.is_set():
-            self._stopped.wait(self.check_s)
-        self.waited_s += time.monotonic() - started
+        try:
+            while self.active() and not self._stopped.is_set():
+                self._stopped.wait(self.check_s)
+        finally:
+            self._waited_s += time.monotonic() - self._waiting_since
+            self._waiting_since = None
 
 
 class GatedModel:

@@ -483,7 +483,7 @@ class TestTimeLearner:
         before = policy.trainable_state()
         episodes = [e for group in self.batch for e in group.episodes()]
         stats = grpo_update(policy.model, self._optimizer, list(zip(episodes, advantages)),
-                            temperature=self.settings.temperature)
+                            temperature=self.settings.temperature, before_each=self.gate.wait)
         update_seconds = time.perf_counter() - started
         number, adapter_dir = self.versions.next_adapter_dir()
         policy.save_adapter(adapter_dir)
