@@ -19,6 +19,7 @@ exactly what is committed.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,7 @@ NEAREST_CANDIDATES = 8  # a near-duplicate is among a question's few nearest
 NEAREST_EF = 64
 FARTHEST_CANDIDATES = 8
 FARTHEST_EF = 40
+WIDE_SCAN_ROWS = 500_000  # from this many memories in the table, candidate scans use MAX_EF_SEARCH
 EXACT_MARGIN = 8  # rows per label beyond k + offset that an exact scan hands to the scorer (float noise)
 
 table = vector_memories
@@ -82,6 +84,16 @@ class DatabaseSearch:
     def __init__(self, support: VectorSupport, settings: IndexSettings):
         self.support = support
         self.settings = settings
+        self._rows, self._rows_read_at = 0.0, float("-inf")
+
+    def _table_rows(self, conn: Connection) -> float:
+        """The memories table's size as PostgreSQL estimates it (its statistics; re-read every minute)."""
+        now = time.monotonic()
+        if now - self._rows_read_at > 60:
+            self._rows = float(conn.execute(text(
+                "SELECT reltuples FROM pg_class WHERE oid = to_regclass('memories')")).scalar() or 0.0)
+            self._rows_read_at = now
+        return self._rows
 
     # ---- building blocks ------------------------------------------------------------------
     @staticmethod
@@ -198,8 +210,11 @@ class DatabaseSearch:
         weights = {"similarity_weight": similarity_weight, "win_rate_weight": win_rate_weight}
 
         wanted = min(MAX_EF_SEARCH, max(self.settings.candidates, 32 * needed))
-        # a little more than asked: dead and filtered rows the scan meets do not make it run short
-        rows = self._index_scan(conn, where, similarity, distance, wanted, min(MAX_EF_SEARCH, wanted + wanted // 4))
+        # a little more than asked, so dead and filtered rows the scan meets do not make it run short;
+        # in a large graph the widest scan pgvector allows, whose candidates are nearer the true
+        # nearest (1M memories: recall@4 0.90 with 640, 0.92 with 1000; 100k: 0.997 either way)
+        ef = MAX_EF_SEARCH if self._table_rows(conn) >= WIDE_SCAN_ROWS else min(MAX_EF_SEARCH, wanted + wanted // 4)
+        rows = self._index_scan(conn, where, similarity, distance, wanted, ef)
         if len(rows) < wanted and self._bucket_smaller_than(conn, namespace, modality, self.settings.exact_limit):
             return self._exact(conn, where, similarity, k=k, offset=offset,
                                min_similarity=min_similarity, **weights)
