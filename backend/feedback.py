@@ -111,18 +111,14 @@ def import_queue_file(store: MemoryStore, data_dir: Path) -> int:
         read = int(json.loads(state_path.read_text(encoding="utf-8")).get("feedback_cursor", 0)) if state_path.is_file() else 0
     except (ValueError, TypeError, AttributeError):
         read = 0
-    added, number = 0, 0
+    added = 0
     lines = path.read_bytes().split(b"\n")
     lines.pop()  # after the last newline: empty, or a line a crash cut short (kept in the renamed file)
-    for line in lines:
-        if not line.strip():
-            continue
+    for number, line in enumerate(line for line in lines if line.strip()):
         try:
-            data = json.loads(line.decode("utf-8"))
-            item = FeedbackItem(**data)
+            item = FeedbackItem(**json.loads(line.decode("utf-8")))
         except (ValueError, TypeError) as exc:
             log.warning("%s: line %d is damaged (%s); left out of the database queue", path, number + 1, exc)
-            number += 1
             continue
         key = item.feedback_id or hashlib.sha256(line).hexdigest()[:32]
         if not item.feedback_id:
@@ -133,7 +129,6 @@ def import_queue_file(store: MemoryStore, data_dir: Path) -> int:
         if store.enqueue(key, namespace=item.namespace, kind=FEEDBACK, run_id=item.run_id, item=asdict(item),
                          verdict=verdict, taken_by="learner (before the database queue)" if number < read else None):
             added += 1
-        number += 1
     try:
         path.rename(path.with_name(path.name + ".imported"))
     except FileNotFoundError:  # another process imported it at the same time (every entry once, by key)

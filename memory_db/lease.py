@@ -130,10 +130,13 @@ class LearnerLease:
                          .where(learner_leases.c.name == self.name, learner_leases.c.owner == owner)
                          .values(owner=None, heartbeat_at=None))
 
-    def set_paused(self, paused: bool) -> None:
+    def _update(self, **values) -> None:
         with self._writer() as conn:
             self._locked_row(conn)
-            conn.execute(update(learner_leases).where(learner_leases.c.name == self.name).values(paused=bool(paused)))
+            conn.execute(update(learner_leases).where(learner_leases.c.name == self.name).values(**values))
+
+    def set_paused(self, paused: bool) -> None:
+        self._update(paused=bool(paused))
 
     def users_active_for(self, seconds: float) -> None:
         """Ask the learner to yield for the next `seconds` (a user's question is running); never
@@ -147,6 +150,4 @@ class LearnerLease:
     def users_done(self) -> None:
         """This process's users' questions ended: the learner may go on (another process's running
         question renews its notice within seconds)."""
-        with self._writer() as conn:
-            self._locked_row(conn)
-            conn.execute(update(learner_leases).where(learner_leases.c.name == self.name).values(yield_until=None))
+        self._update(yield_until=None)

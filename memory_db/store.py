@@ -399,13 +399,7 @@ class MemoryStore:
                                            new.correct if keep_contrast else None)
             if nearest[i] is not None and nearest[i][1] >= floor:
                 continue
-            now = utc_now()
-            memory = Memory(
-                id=str(uuid.uuid4()), namespace=namespace, question=new.question, caption=new.caption,
-                summary=new.summary, plan=new.plan, correct=new.correct, question_type=new.question_type,
-                modality=modality, usage_count=1, success_count=1, win_rate=1.0, pinned=False,
-                provenance=dict(new.provenance), created_at=now, updated_at=now,
-            )
+            memory = _fresh_memory(new, modality, utc_now())
             check_memory(memory, namespace)
             fresh[position] = memory
             fresh_rows.append((position, memory, vector, {**row_values(memory), **self._embedding_values(*vector)}))
@@ -431,12 +425,7 @@ class MemoryStore:
         """`add`'s work inside a write transaction."""
         modality = modality_for(new.caption)
         now = utc_now()
-        fresh = Memory(
-            id=str(uuid.uuid4()), namespace=new.namespace, question=new.question, caption=new.caption,
-            summary=new.summary, plan=new.plan, correct=new.correct, question_type=new.question_type,
-            modality=modality, usage_count=1, success_count=1, win_rate=1.0, pinned=False,
-            provenance=dict(new.provenance), created_at=now, updated_at=now,
-        )
+        fresh = _fresh_memory(new, modality, now)
         nearest = self._nearest(conn, index, new.namespace, modality, vectors,
                                 new.correct if keep_contrast else None)
         duplicate_floor = min(EXACT_DUPLICATE_SIMILARITY, self._merge_threshold or 1.0)
@@ -992,3 +981,13 @@ class MemoryStore:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _fresh_memory(new: NewMemory, modality: str, now) -> Memory:
+    """A new memory as first stored: a new id, one use, one success."""
+    return Memory(
+        id=str(uuid.uuid4()), namespace=new.namespace, question=new.question, caption=new.caption,
+        summary=new.summary, plan=new.plan, correct=new.correct, question_type=new.question_type,
+        modality=modality, usage_count=1, success_count=1, win_rate=1.0, pinned=False,
+        provenance=dict(new.provenance), created_at=now, updated_at=now,
+    )

@@ -44,7 +44,7 @@ from training.ttrl.budget import RolloutBudget
 from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
 from training.ttrl.gate import GatedModel, YieldGate
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
-from training.ttrl.signals import Signal, SignalGrader, signal_of_entry
+from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
 from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_json_atomically
 
 log = logging.getLogger(__name__)
@@ -329,8 +329,7 @@ class TestTimeLearner:
         with self._lock:
             waiting = sum(1 for s in self.pending if namespace in (None, s.namespace))
         if self.feedback_queue is not None:
-            waiting += sum(1 for e in self.feedback_queue.untaken()
-                           if namespace in (None, e.namespace) and signal_of_entry(e) is not None)
+            waiting += queued_signals(self.feedback_queue, namespace)
         return waiting
 
     def poll_feedback(self) -> int:

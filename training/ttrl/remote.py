@@ -20,7 +20,7 @@ from backend.config import LearningConfig
 from backend.feedback_queue import FeedbackQueue
 from memory_db import LearnerLease
 from training.ttrl.learner import LearnerStatus
-from training.ttrl.signals import signal_of_entry
+from training.ttrl.signals import queued_signals
 from training.ttrl.versions import Version, VersionStore
 
 log = logging.getLogger(__name__)
@@ -76,8 +76,7 @@ class RemoteLearner:
     def pending_count(self, namespace: str | None = None) -> int:
         by_namespace = self._published().get("pending_by_namespace") or {}
         waiting = sum(int(n) for ns, n in by_namespace.items() if namespace in (None, ns))
-        return waiting + sum(1 for e in self.queue.untaken() if namespace in (None, e.namespace)
-                             and signal_of_entry(e) is not None)
+        return waiting + queued_signals(self.queue, namespace)
 
     def read_log(self, name: str) -> list[dict]:
         if name != "signals.jsonl":

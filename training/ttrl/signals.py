@@ -74,6 +74,11 @@ def signal_of_entry(entry) -> Signal | None:
         return None
 
 
+def queued_signals(queue, namespace: str | None = None) -> int:
+    """How many entries of the learning queue no learner has taken yet would become signals (of one namespace)."""
+    return sum(1 for e in queue.untaken() if namespace in (None, e.namespace) and signal_of_entry(e) is not None)
+
+
 class SignalGrader:
     """Grades rollout answers against one signal; has the `correct(question, answer, _)` shape of
     `training.episode.Grader`, so the same episode code serves offline training and TTRL."""
