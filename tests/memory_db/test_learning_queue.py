@@ -63,15 +63,15 @@ def test_a_queued_verdict_is_applied_in_the_same_transaction_and_once(open_store
 
 def test_one_learner_holds_the_lease_until_it_stops_or_dies(open_store):
     store = open_store()
-    lease = store.learner_lease(ttl_s=1.0)
+    lease = store.learner_lease(ttl_s=3.0)
     assert not lease.read().alive
     assert lease.acquire("w1").owner == "w1"
-    other = open_store().learner_lease(ttl_s=1.0)  # a second worker, another process
+    other = open_store().learner_lease(ttl_s=3.0)  # a second worker, another process
     with pytest.raises(LeaseHeld, match=r"Another learner \(w1\) holds the lock"):
         other.acquire("w2")
     assert lease.heartbeat("w1", {"status": {"pending": 3}}).status == {"status": {"pending": 3}}
     assert other.read().alive and other.read().status["status"]["pending"] == 3
-    time.sleep(1.3)  # w1 missed its heartbeats: it died
+    time.sleep(3.3)  # w1 missed its heartbeats: it died
     assert not other.read().alive
     assert other.acquire("w2").owner == "w2"
     assert lease.heartbeat("w1") is None  # w1 comes back: it has lost the lease and must stop

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -121,9 +122,19 @@ def test_the_worker_gives_way_while_a_users_question_runs(tmp_path, tiny_model_d
         learner = _learner(tmp_path, tiny_model_dir, wiki_tools, store, gate)
         FeedbackQueue(store).submit(_feedback(0, *QUESTIONS[0]))
         app = MemoryStore(store.url).learner_lease()  # the app process's handle
-        app.users_active_for(2.0)  # a user's question runs for the next 2 s
+        app.users_active_for(120)  # a user's question runs...
+
+        def question_ends():  # ...until 1.5 s after the learner started waiting for it
+            while gate.waits == 0:
+                time.sleep(0.05)
+            time.sleep(1.5)
+            app.users_done()
+
+        ending = threading.Thread(target=question_ends, daemon=True)
+        ending.start()
         started = time.monotonic()
         done = worker.run(learner, until_idle=True)
+        ending.join(5)
         assert done == 1 and gate.waits >= 1 and gate.waited_s >= 1.0
         assert time.monotonic() - started >= 1.5
         published = app.read()
