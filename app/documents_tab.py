@@ -168,18 +168,25 @@ def add_documents(ctx: AppContext, request: gr.Request | None, paths: list[str] 
     return report_markdown(report)
 
 
+def _chosen(ctx: AppContext, request: gr.Request | None, label: str | None,
+            file: str | None) -> tuple[str, bool, str | None]:
+    """What a remove or re-index is about, checked: (collection, shared, one file or None for all of it)."""
+    ctx.require_writable()
+    name, shared = _scope(ctx, request, label)
+    return name, shared, None if not file or file == WHOLE_COLLECTION else file
+
+
 def remove_documents(ctx: AppContext, request: gr.Request | None, label: str | None, file: str | None) -> str:
     store = _store(ctx)
     if store is None:
         return NO_STORE
     try:
-        ctx.require_writable()
-        name, shared = _scope(ctx, request, label)
-        whole = not file or file == WHOLE_COLLECTION
-        removed = store.remove(ctx.namespace_of(request), name, None if whole else file, shared=shared)
+        name, shared, one_file = _chosen(ctx, request, label, file)
+        removed = store.remove(ctx.namespace_of(request), name, one_file, shared=shared)
     except KNOWN_ERRORS as exc:
         return _problem(exc)
-    what = f"the collection **{esc(label)}** ({removed} files)" if whole else f"**{esc(file)}** from **{esc(label)}**"
+    what = (f"the collection **{esc(label)}** ({removed} files)" if one_file is None
+            else f"**{esc(file)}** from **{esc(label)}**")
     return f"Removed {what}; the search no longer reads it."
 
 
@@ -189,11 +196,8 @@ def reindex_documents(ctx: AppContext, request: gr.Request | None, label: str | 
     if store is None:
         return NO_STORE
     try:
-        ctx.require_writable()
-        name, shared = _scope(ctx, request, label)
-        whole = not file or file == WHOLE_COLLECTION
-        report = store.reindex(ctx.namespace_of(request), name, None if whole else file, shared=shared,
-                               progress=progress)
+        name, shared, one_file = _chosen(ctx, request, label, file)
+        report = store.reindex(ctx.namespace_of(request), name, one_file, shared=shared, progress=progress)
     except KNOWN_ERRORS as exc:
         return _problem(exc)
     _warm(store, ctx.namespace_of(request))

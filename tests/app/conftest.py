@@ -65,6 +65,28 @@ USERS = {"alice": ("alice-pass", False), "bob": ("bob-pass", False), "carol": ("
          "admin": ("admin-pass", True)}
 
 
+def login(page, url: str, user: str, password: str | None = None) -> None:
+    """Sign `user` in on the page (password: theirs in USERS) and wait for the greeting."""
+    page.goto(url)
+    page.locator("input[type=text]").fill(user)
+    page.locator("input[type=password]").fill(password if password is not None else USERS[user][0])
+    page.get_by_role("button", name="Login").click()
+    page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
+
+
+def export_memories(page, folder: Path) -> Path:
+    """In the Memory view: export the namespace and save the download in `folder`."""
+    page.locator("#transfer").get_by_text("Export and import").click()
+    page.locator("#memory-export").click()
+    link = page.locator("#export-file a").first
+    link.wait_for()
+    with page.expect_download() as download:
+        link.click()
+    exported = Path(folder) / download.value.suggested_filename
+    download.value.save_as(exported)
+    return exported
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -32,7 +32,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE)]
 
-from conftest import CHROMIUM_ARGS, REPO, SHARED_INDEX_DIR, free_port, make_runtime  # noqa: E402
+from conftest import CHROMIUM_ARGS, REPO, SHARED_INDEX_DIR, export_memories, free_port, make_runtime  # noqa: E402
 
 VIEWPORT = {"width": 1280, "height": 800}
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
@@ -138,14 +138,7 @@ def main() -> None:
             page.locator("#memory-detail-text").get_by_text("Win rate").wait_for()
             page.screenshot(path=str(out / "memory.png"), full_page=True)
 
-            page.locator("#transfer").get_by_text("Export and import").click()
-            page.locator("#memory-export").click()
-            link = page.locator("#export-file a").first
-            link.wait_for()
-            with page.expect_download() as download:
-                link.click()
-            exported = Path(tempfile.mkdtemp(prefix="mia-export-")) / download.value.suggested_filename
-            download.value.save_as(exported)
+            exported = export_memories(page, Path(tempfile.mkdtemp(prefix="mia-export-")))
             page.locator("#import-file input[type=file]").set_input_files(exported)
             page.locator("#import-preview-text").get_by_text("already here").wait_for()
             page.locator("#transfer").screenshot(path=str(out / "memory-import.png"))

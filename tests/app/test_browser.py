@@ -9,18 +9,11 @@ import pytest
 from playwright.sync_api import expect
 
 from memory_db import NewMemory
+from tests.app.conftest import export_memories, login
 
 pytestmark = pytest.mark.browser
 
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
-
-
-def login(page, url: str, user: str, password: str) -> None:
-    page.goto(url)
-    page.locator("input[type=text]").fill(user)
-    page.locator("input[type=password]").fill(password)
-    page.get_by_role("button", name="Login").click()
-    page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
 
 
 def question_box(page):
@@ -127,14 +120,7 @@ def test_export_then_import_restores_a_deleted_memory(app_server, new_page, tmp_
     page = new_page()
     login(page, url, "carol", "carol-pass")
     open_memory_tab(page)
-    page.locator("#transfer").get_by_text("Export and import").click()
-    page.locator("#memory-export").click()
-    link = page.locator("#export-file a").first
-    link.wait_for()
-    with page.expect_download() as download:
-        link.click()
-    exported = tmp_path / download.value.suggested_filename
-    download.value.save_as(exported)
+    exported = export_memories(page, tmp_path)
     assert exported.suffix == ".jsonl"
     assert memory.id in open(exported, encoding="utf-8").read()
 

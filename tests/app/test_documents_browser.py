@@ -7,16 +7,9 @@ import re
 
 import pytest
 from playwright.sync_api import expect
+from tests.app.conftest import login
 
 pytestmark = pytest.mark.browser
-
-
-def login(page, url: str, user: str, password: str) -> None:
-    page.goto(url)
-    page.locator("input[type=text]").fill(user)
-    page.locator("input[type=password]").fill(password)
-    page.get_by_role("button", name="Login").click()
-    page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
 
 
 def test_a_user_uploads_documents_that_only_they_see(start_app, new_page, tmp_path, embedder):

@@ -4,12 +4,12 @@ ask a question only the PDF answers, see the citation to its page, open it, down
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from playwright.sync_api import expect
 
 from backend.llm.base import Choice, Completion, ModelTraits
+from tests.app.conftest import login
 
 pytestmark = pytest.mark.browser
 
@@ -53,14 +53,6 @@ class ReactorModel:
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
-
-
-def login(page, url: str, user: str) -> None:
-    page.goto(url)
-    page.locator("input[type=text]").fill(user)
-    page.locator("input[type=password]").fill(f"{user}-pass")
-    page.get_by_role("button", name="Login").click()
-    page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
 
 
 def make_pdf(path) -> None:

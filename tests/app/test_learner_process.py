@@ -99,8 +99,8 @@ def test_a_version_promoted_elsewhere_is_loaded_before_the_next_question(tmp_pat
         # Two app processes: a second app's handle notices the first one's rollback.
         other: list[int] = []
         versions.make_current(1)
-        second = RemoteLearner(remote.settings, lease=store.learner_lease(), queue=FeedbackQueue(store),
-                               root=tmp_path / "ttrl", on_promote=lambda version: other.append(version.number))
+        RemoteLearner(remote.settings, lease=store.learner_lease(), queue=FeedbackQueue(store),
+                      root=tmp_path / "ttrl", on_promote=lambda version: other.append(version.number))
         assert other == [1]  # a starting app answers with the current version
     finally:
         store.close()

@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 
 from backend.llm.base import Choice, Completion, ModelTraits
 from memory_db import NewMemory
+from tests.app.conftest import export_memories, login
 
 pytestmark = pytest.mark.browser
 
@@ -86,14 +87,6 @@ def slow(canned_server):
 
     yield set_delay
     set_delay(0.0)
-
-
-def login(page, url: str, user: str) -> None:
-    page.goto(url)
-    page.locator("input[type=text]").fill(user)
-    page.locator("input[type=password]").fill(f"{user}-pass")
-    page.get_by_role("button", name="Login").click()
-    page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
 
 
 def question_box(page):
@@ -249,14 +242,7 @@ def test_importing_ones_own_export_back_offers_skip_or_replace(canned_server, ne
     page = new_page()
     login(page, url, "alice")
     open_memory(page, memory.id)
-    page.locator("#transfer").get_by_text("Export and import").click()
-    page.locator("#memory-export").click()
-    link = page.locator("#export-file a").first
-    link.wait_for()
-    with page.expect_download() as download:
-        link.click()
-    exported = tmp_path / download.value.suggested_filename
-    download.value.save_as(exported)
+    exported = export_memories(page, tmp_path)
     ctx.runtime.store.edit(memory.id, namespace="alice", summary="Edited after the export.", actor="alice")
 
     page.locator("#import-file input[type=file]").set_input_files(exported)
