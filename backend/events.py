@@ -106,6 +106,7 @@ class AnswerReady(Event):
     forced: bool = False
     reason: str = ""  # why the answer was forced (turn cap, time limit)
     sources: list[dict] = field(default_factory=list)  # citations: n, title, url, source, sentence (backend.evidence.citations)
+    read_from: list[str] = field(default_factory=list)  # titles of the passages in front of the model as it answered
 
 
 @dataclass

@@ -54,6 +54,12 @@ def closed_options(question: str) -> list[str]:
 def select_evidence(question: str, passages: list[dict], *, max_chars: int, max_passage_chars: int) -> str:
     """The run's passages most relevant to the question, best first, each up to `max_passage_chars`,
     as many as fit in `max_chars`; passages sharing no word with the question follow, newest first."""
+    return "\n".join(line for _, line in evidence_lines(question, passages, max_chars=max_chars,
+                                                         max_passage_chars=max_passage_chars))
+
+
+def evidence_lines(question: str, passages: list[dict], *, max_chars: int, max_passage_chars: int) -> list[tuple[str, str]]:
+    """`select_evidence` as (title, line) pairs: which passages a reader is shown, and how."""
     unique, seen = [], set()
     for p in passages:
         key = (p.get("title"), (p.get("text") or "")[:200])
@@ -62,7 +68,7 @@ def select_evidence(question: str, passages: list[dict], *, max_chars: int, max_
         seen.add(key)
         unique.append(p)
     if not unique:
-        return ""
+        return []
     ranked = [i for i, _ in rank_texts([f"{p.get('title', '')}. {p.get('text') or ''}" for p in unique], question)]
     rest = [i for i in reversed(range(len(unique))) if i not in set(ranked)]
     lines, used = [], 0
@@ -74,9 +80,9 @@ def select_evidence(question: str, passages: list[dict], *, max_chars: int, max_
         line = f"{p.get('title', '')}: {text}"
         if lines and used + len(line) > max_chars:
             continue
-        lines.append(line[:max_chars])
+        lines.append((p.get("title", ""), line[:max_chars]))
         used += len(line) + 1
-    return "\n".join(lines)
+    return lines
 
 
 def is_grounded(answer: str, question: str, passages: list[dict]) -> bool:

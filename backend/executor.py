@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Generator, Iterator, Mapping
 
 from backend import protocol
-from backend.evidence import citations, closed_options, is_grounded, select_evidence, shares_a_question_word, stating_sentence
+from backend.evidence import citations, closed_options, evidence_lines, is_grounded, shares_a_question_word, stating_sentence
 from backend.events import AnswerReady, Event, ExecutorThought, Recovery, StepTaken, TextDelta, ToolCalled, ToolReturned
 from backend.llm.base import ChatModel, Completion
 from backend.metering import RunMeter
@@ -68,6 +68,7 @@ class _Turn:
     role: str
     content: str
     short: str | None = None  # what older tool responses shrink to
+    titles: tuple[str, ...] = ()  # a tool response's passages
 
 
 class ExecutorSession:
@@ -91,29 +92,39 @@ class ExecutorSession:
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
         self.question = ""
-        self._before_replan: tuple[str, int] | None = None
+        self._before_replan: tuple[str, int, list[str]] | None = None  # answer, tool calls, read_from
         self.image = image
         self.turns: list[_Turn] = []
         self.steps: list[Step] = []
         self._steps_reported = 0
         self.passages: list[dict] = []
         self.answer: str = ""
+        self.read_from: list[str] = []  # titles of the passages in front of the model when it last answered
         self.turn_count = 0
         self.tool_calls_made = 0
 
     # -- conversation -----------------------------------------------------------------------
     def _messages(self) -> list[dict]:
         messages = [prompts.system_message(tool_prompt_lines(self.tools.values()))]
-        responses = [i for i, t in enumerate(self.turns) if t.short is not None]
-        # A small model is shown only the latest results in full. A larger one sees every result: the
-        # conversation then only grows, so a local model's prompt cache serves each next turn whole.
-        keep = set(responses if responses and self._sees_every_result() else responses[-KEEP_FULL_RESPONSES:])
+        keep = self._responses_in_full()
         for i, turn in enumerate(self.turns):
             content = turn.content if (turn.short is None or i in keep) else turn.short
             messages.append({"role": turn.role, "content": content})
         if self.image and self.model.supports_images and len(messages) > 1:
             messages[1] = {**messages[1], "image": self.image}
         return messages
+
+    def _responses_in_full(self) -> set[int]:
+        """The turns of tool responses the model is shown in full; older ones shrink to their titles.
+        A small model is shown only the latest results in full. A larger one sees every result: the
+        conversation then only grows, so a local model's prompt cache serves each next turn whole."""
+        responses = [i for i, t in enumerate(self.turns) if t.short is not None]
+        return set(responses if responses and self._sees_every_result() else responses[-KEEP_FULL_RESPONSES:])
+
+    def _titles_in_view(self) -> list[str]:
+        """The passages the conversation shows in full, by title, each once."""
+        shown = self._responses_in_full()
+        return list(dict.fromkeys(title for i in sorted(shown) for title in self.turns[i].titles))
 
     def _sees_every_result(self) -> bool:
         """A larger model whose conversation fits its context sees every tool result in full."""
@@ -134,7 +145,7 @@ class ExecutorSession:
         self._append_user(prompts.question_turn(question, plan_steps, caption, context))
 
     def add_supplementary_plan(self, plan_steps: list[str]) -> None:
-        self._before_replan = (self.answer, self.tool_calls_made)
+        self._before_replan = (self.answer, self.tool_calls_made, list(self.read_from))
         self.plan_steps = list(plan_steps) + self.plan_steps
         self._append_user(prompts.supplementary_plan_turn(plan_steps))
 
@@ -195,7 +206,7 @@ class ExecutorSession:
         )
         body = result.content if result.ok else f"Error: {result.error}"
         short = prompts.EARLIER_RESULTS.format(tool=name, titles=", ".join(step.titles) or "none")
-        self.turns.append(_Turn("user", protocol.format_tool_response(body), short))
+        self.turns.append(_Turn("user", protocol.format_tool_response(body), short, tuple(step.titles)))
 
     def _record_assistant(self, text: str) -> None:
         self.turns.append(_Turn("assistant", text))
@@ -254,6 +265,7 @@ class ExecutorSession:
         if self.guided and question:
             answer = yield from self._read_answer(question)
         else:
+            self.read_from = self._titles_in_view()
             text = self._generate(protocol.ANSWER_OPEN, (protocol.ANSWER_CLOSE, "\n"), 48)
             answer = text[len(protocol.ANSWER_OPEN) :].strip()
             if question and (not answer or closed_options(question)):
@@ -263,7 +275,7 @@ class ExecutorSession:
         self._record_assistant(protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
         self.answer = answer
         self.steps.append(Step(turn=self.turn_count, answer=answer))
-        yield AnswerReady(self.run_id, text=answer, forced=forced, reason=reason, sources=self.sources(answer))
+        yield AnswerReady(self.run_id, text=answer, forced=forced, reason=reason, sources=self.sources(answer), read_from=list(self.read_from))
 
     def sources(self, answer: str, limit: int = 3) -> list[dict]:
         """The retrieved passages the answer rests on, numbered, with the sentence that supports it
@@ -345,27 +357,30 @@ class ExecutorSession:
         self._record_assistant(head + protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
         self.answer = answer
         self.steps.append(Step(turn=self.turn_count, think=thought, answer=answer))
-        yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer))
+        yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer), read_from=list(self.read_from))
 
-    def _evidence_text(self, question: str) -> str:
-        """The run's passages most relevant to the question, whole paragraphs when the model can read them."""
+    def _evidence(self, question: str) -> list[tuple[str, str]]:
+        """The run's passages most relevant to the question, whole paragraphs when the model can read
+        them, as (title, line)."""
         if self.model.traits.small:  # a small model copies whatever long context it sees
-            return select_evidence(question, self.passages, max_chars=1200, max_passage_chars=300)
+            return evidence_lines(question, self.passages, max_chars=1200, max_passage_chars=300)
         budget = min(2400, self.model.traits.context_tokens * 2)
-        return select_evidence(question, self.passages, max_chars=budget, max_passage_chars=900)
+        return evidence_lines(question, self.passages, max_chars=budget, max_passage_chars=900)
 
     def _reader_messages(self, question: str) -> list[dict]:
         """What the answer is read from. A model that saw every result in full reads it from its own
         conversation, which its prompt cache already holds; otherwise from the run's most relevant
         passages, chosen over the whole run so later searches never push the first ones out."""
         if self._sees_every_result() and self.passages:
+            self.read_from = self._titles_in_view()
             messages = self._messages()
             ask = prompts.READ_FROM_CONVERSATION.format(question=question)
             if messages[-1]["role"] == "user":
                 return messages[:-1] + [{**messages[-1], "content": messages[-1]["content"] + "\n\n" + ask}]
             return messages + [{"role": "user", "content": ask}]
-        evidence = self._evidence_text(question)
-        return prompts.reader_messages(protocol.neutralise(evidence), question)
+        evidence = self._evidence(question)
+        self.read_from = list(dict.fromkeys(title for title, _ in evidence))
+        return prompts.reader_messages(protocol.neutralise("\n".join(line for _, line in evidence)), question)
 
     def _read_answer(self, question: str) -> Generator[Event, None, str]:
         """The answer read from the evidence alone, as a short span. A closed question ("A or B?",
@@ -395,13 +410,13 @@ class ExecutorSession:
         right "no" into "yes")."""
         if self._before_replan is None:
             return
-        answer, tool_calls = self._before_replan
+        answer, tool_calls, read_from = self._before_replan
         self._before_replan = None
         if answer.strip() and self.answer != answer and self.tool_calls_made == tool_calls:
-            self.answer = answer
+            self.answer, self.read_from = answer, read_from
             yield Recovery(self.run_id, turn=self.turn_count, reason="the supplementary round researched nothing",
                            action=f"the answer from before the replan stands: {answer!r}")
-            yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer))
+            yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer), read_from=list(self.read_from))
 
     def answer_support(self, question: str, max_chars: int = 240) -> str | None:
         """The retrieved sentence that states the answer ("Title: sentence"), "" if none does. For a
@@ -475,13 +490,14 @@ class ExecutorSession:
             if action.think:
                 yield ExecutorThought(self.run_id, turn=self.turn_count, text=action.think)
             if action.is_answer:
+                self.read_from = self._titles_in_view()  # the model answered from its conversation
                 self._record_assistant(text)
                 self.answer = (action.answer or "").strip()
                 if not self.answer or closed_options(question):
                     self.answer = (yield from self._read_answer(question)) or self.answer
                 self.steps.append(Step(turn=self.turn_count, think=action.think, answer=self.answer,
                                        format_problems=action.format_problems))
-                yield AnswerReady(self.run_id, text=self.answer, sources=self.sources(self.answer))
+                yield AnswerReady(self.run_id, text=self.answer, sources=self.sources(self.answer), read_from=list(self.read_from))
                 return
             if action.is_tool_call:
                 self._record_assistant(text)

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from backend.events import AnswerReady, ExecutorThought, Recovery, ToolCalled
+from backend.events import AnswerReady, ExecutorThought, Recovery, ToolCalled, ToolReturned
 from backend.evidence import is_grounded
 from backend.executor import ExecutorSession
 from backend.prompts.executor import EXECUTOR_SYSTEM
@@ -33,6 +33,10 @@ def run(model, tools, question=QUESTION, max_turns=4):
     return list(session.run(question, max_turns=max_turns, deadline=time.monotonic() + 60))
 
 
+def session_passages(events):
+    return [p for e in events if isinstance(e, ToolReturned) for p in e.passages]
+
+
 def searched(events):
     return [e.arguments["query_list"][0] for e in events if isinstance(e, ToolCalled)]
 
@@ -48,6 +52,9 @@ def test_a_draft_the_results_state_ends_the_run_after_one_search(larger_model_cl
     assert reader_prompt[0]["content"].startswith(EXECUTOR_SYSTEM.split("{")[0])
     assert "<tool_response>" in reader_prompt[-1]["content"]
     assert reader_prompt[-1]["content"].rstrip().endswith("Reply with the answer only (a few words from the results).")
+    # What the reader saw is every passage of its conversation's search results.
+    assert answer.read_from and answer.read_from == list(dict.fromkeys(p["title"] for p in session_passages(events)))
+    assert all(title in reader_prompt[-1]["content"] for title in answer.read_from)
 
 
 def test_an_ungrounded_draft_sends_the_executor_searching_on(larger_model_class, shared_tools):

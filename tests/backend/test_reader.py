@@ -62,6 +62,10 @@ def test_later_searches_do_not_push_the_first_finding_out_of_what_the_reader_see
     answer = next(e for e in events if isinstance(e, AnswerReady))
     assert answer.text == "yes"  # a yes/no question is answered by choice, never "maybe"
     assert any(isinstance(e, Recovery) and "closed question" in e.reason for e in events)
+    # The answer says which passages the reader was shown: the ranked evidence, first finding first.
+    shown = [line.split(":")[0] for line in evidence.removeprefix("Evidence:\n").strip().splitlines()]
+    assert answer.read_from == list(dict.fromkeys(shown)) and answer.read_from[0] == "Ed Wood (film)"
+    assert set(answer.read_from) <= {p["title"] for p in s.passages}
 
 
 def test_a_forced_answer_is_never_empty(scripted_model_class, shared_tools):
