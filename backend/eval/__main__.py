@@ -38,11 +38,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--label", default="", help="the name reports give this evaluation")
     parser.add_argument("--config", type=Path, help="a TOML configuration (default: MIA_CONFIG or mia.toml)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--labels", type=Path, nargs="+", metavar="FILE",
+                        help="with --compare: hand labels of answers (benchmarks/judge_labels/*.jsonl) to count the Judge's errors")
     args = parser.parse_args(argv)
     if args.data is None and (args.warm_from or args.warm_limit):
         parser.error("--warm-from and --warm-limit go with --data")
     if args.summarize and args.limit:
         parser.error("--limit goes with --data or --compare")
+    if args.labels and not args.compare:
+        parser.error("--labels goes with --compare")
     if args.compare and args.out is None:
         parser.error("--compare needs --out, the folder for the table and the plot")
     return args
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.compare:
-            print(f"Comparison: {compare(args.compare, args.out, limit=args.limit)}")
+            print(f"Comparison: {compare(args.compare, args.out, limit=args.limit, labels=args.labels)}")
             return 0
         if args.summarize:
             document = write_summary(args.summarize)

@@ -6,37 +6,50 @@ import logging
 import os
 from pathlib import Path
 
+from backend.eval.losses import CAUSES, LossBreakdown, loss_breakdown, read_labels
+from backend.eval.metrics import rolling_accuracy, running_accuracy
 from backend.eval.report import METRICS_HEADER, file_digest, metrics_table_row, summarize, rows_in_scope
-from backend.eval.results import ResultsFile
+from backend.eval.results import EvalRow, ResultsFile
+from backend.eval.significance import paired_comparison
 from backend.eval.spec import ROWS_FILE, EvalError, read_manifest
 
 log = logging.getLogger(__name__)
 
 COMPARE_MD = "compare.md"
 CURVE_PNG = "learning_curve.png"
+ROLLING_WINDOW = 20  # questions in the rolling accuracy of the plot's second panel
 
 
-def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None) -> Path:
+def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None,
+            labels: list[Path] | None = None) -> Path:
     """Write compare.md (and learning_curve.png when matplotlib is installed); returns the Markdown path.
-    `limit` cuts every stream to its first questions, so that evaluations of different length compare fairly."""
+    `limit` cuts every stream to its first questions, so that evaluations of different length compare fairly.
+    The first folder is the reference of the paired tests; `labels` (hand labels of answers) add the
+    Judge's errors to the breakdown of misses."""
     if not result_dirs:
         raise EvalError("--compare needs at least one evaluation folder.")
-    entries = []
+    entries: list[tuple[Path, dict, dict, list[EvalRow]]] = []
     for folder in map(Path, result_dirs):
         manifest = read_manifest(folder)
         rows = rows_in_scope(ResultsFile(folder / ROWS_FILE).read(), manifest["limit"])
         rows = rows[:limit] if limit else rows
         if not rows:
             raise EvalError(f"{folder} has no result rows yet; run the evaluation before comparing it.")
-        entries.append((folder, manifest, summarize(rows)))
+        entries.append((folder, manifest, summarize(rows), rows))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    plotted = plot_learning_curves([(m["label"], s["learning_curve"]) for _, m, s in entries], out_dir / CURVE_PNG)
+    plotted = plot_learning_curves([(m["label"], [r.correct for r in rows]) for _, m, _, rows in entries],
+                                   out_dir / CURVE_PNG)
     cut = f" (each stream cut to its first {limit} questions)" if limit else ""
     lines = [f"# Comparison{cut}", "", METRICS_HEADER]
-    lines += [metrics_table_row(m["label"], s) for _, m, s in entries]
+    lines += [metrics_table_row(m["label"], s) for _, m, s, _ in entries]
+    if len(entries) > 1:
+        lines += ["", *paired_table(entries)]
+    hand_labels = read_labels(labels or [])
+    lines += ["", *loss_table([(m["label"], loss_breakdown(folder, m, rows, hand_labels)) for folder, m, _, rows in entries],
+                              labelled=bool(labels))]
     lines += ["", "Sources (each row of the table is computed from its folder's rows file):", ""]
-    lines += [_source_line(folder, m, out_dir) for folder, m, _ in entries]
+    lines += [_source_line(folder, m, out_dir) for folder, m, _, _ in entries]
     lines += [""]
     if plotted:
         lines += [f"![accuracy over the stream]({CURVE_PNG})", ""]
@@ -45,6 +58,47 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None)
     path = out_dir / COMPARE_MD
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def paired_table(entries: list[tuple[Path, dict, dict, list[EvalRow]]]) -> list[str]:
+    """Each evaluation against the first, on the questions both answered."""
+    reference_label, reference_rows = entries[0][1]["label"], entries[0][3]
+    lines = [
+        f"Paired against {reference_label} (questions matched by id; exact McNemar on the questions only one "
+        "got right; 95% bootstrap interval of the difference, 10,000 resamples):",
+        "",
+        "| evaluation | paired | both right | only this | only the reference | difference | 95% interval | McNemar p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for _, manifest, _, rows in entries[1:]:
+        c = paired_comparison(reference_rows, rows)
+        low, high = c.interval
+        lines.append(
+            f"| {manifest['label']} | {c.questions} | {c.both_right} | {c.only_this} | {c.only_reference} "
+            f"| {100 * c.difference:+.1f} pts | {100 * low:+.1f} to {100 * high:+.1f} | {c.p_value:.3f} |"
+        )
+    return lines
+
+
+def loss_table(breakdowns: list[tuple[str, LossBreakdown]], *, labelled: bool) -> list[str]:
+    """Where each evaluation's misses are lost (backend.eval.losses), as counts of its misses."""
+    causes = [c for c in CAUSES if any(b.causes[c] for _, b in breakdowns)]
+    header = ["evaluation", "misses", *causes, "gold answer in the results", "every gold paragraph retrieved"]
+    if labelled:
+        header.append("passes a hand label calls wrong")
+    lines = [
+        "Where the misses are lost (one cause per miss; the last columns count misses with gold retrieved):",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for label, b in breakdowns:
+        cells = [label, str(b.misses), *(str(b.causes[c]) for c in causes), str(b.answer_in_results),
+                 str(b.all_gold_retrieved)]
+        if labelled:
+            cells.append(f"{b.false_passes} of {b.labelled_passes} labelled")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def _source_line(folder: Path, manifest: dict, out_dir: Path) -> str:
@@ -64,8 +118,9 @@ def _warm_up_text(manifest: dict) -> str:
     return f"`{Path(manifest['warm_from']).name}` ({manifest['warm_limit'] or 'all'} questions)"
 
 
-def plot_learning_curves(curves: list[tuple[str, list[float]]], path: Path) -> bool:
-    """Running accuracy against stream position, one line per evaluation; False without matplotlib."""
+def plot_learning_curves(streams: list[tuple[str, list[bool]]], path: Path) -> bool:
+    """Accuracy against stream position, one line per evaluation: so far (left) and over the last
+    ROLLING_WINDOW questions (right); False without matplotlib."""
     try:
         import matplotlib
 
@@ -74,14 +129,20 @@ def plot_learning_curves(curves: list[tuple[str, list[float]]], path: Path) -> b
     except ImportError:
         log.warning("matplotlib is not installed; the learning-curve plot is skipped")
         return False
-    figure, axes = plt.subplots(figsize=(7, 4))
-    for label, curve in curves:
-        axes.plot(range(1, len(curve) + 1), curve, marker="o" if len(curve) <= 20 else None, label=label)
-    axes.set_xlabel("questions answered")
-    axes.set_ylabel("judge accuracy so far")
-    axes.set_ylim(0, 1)
-    axes.grid(alpha=0.3)
-    axes.legend()
+    figure, (so_far, rolling) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for label, correct in streams:
+        marker = "o" if len(correct) <= 20 else None
+        so_far.plot(range(1, len(correct) + 1), running_accuracy(correct), marker=marker, label=label)
+        window = rolling_accuracy(correct, ROLLING_WINDOW)
+        rolling.plot(range(len(correct) - len(window) + 1, len(correct) + 1), window, marker=marker, label=label)
+    so_far.set_ylabel("judge accuracy")
+    so_far.set_title("so far")
+    rolling.set_title(f"last {ROLLING_WINDOW} questions")
+    for axes in (so_far, rolling):
+        axes.set_xlabel("questions answered")
+        axes.set_ylim(0, 1)
+        axes.grid(alpha=0.3)
+    rolling.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)

@@ -57,3 +57,10 @@ def running_accuracy(correct: Sequence[bool]) -> list[float]:
         hits += bool(ok)
         curve.append(hits / position)
     return curve
+
+
+def rolling_accuracy(correct: Sequence[bool], window: int) -> list[float]:
+    """Accuracy over each run of `window` consecutive questions (the whole stream when it is shorter),
+    ending at each position from the window's end on."""
+    window = max(1, min(window, len(correct)))
+    return [sum(map(bool, correct[end - window:end])) / window for end in range(window, len(correct) + 1)]

@@ -44,6 +44,18 @@ def test_compare_two_folders_writes_a_table_and_a_plot(smoke_results, tmp_path):
         assert f"[`{link}`]({link})" in text and (tmp_path / "cmp" / link).is_file()
     assert f"![accuracy over the stream]({CURVE_PNG})" in text
     assert (tmp_path / "cmp" / CURVE_PNG).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The second evaluation paired against the first, and every miss of each given one cause.
+    mia_rows, none_rows = (ResultsFile(f / ROWS_FILE).read() for f in folders)
+    only_none = sum(n.correct and not m.correct for m, n in zip(mia_rows, none_rows))
+    only_mia = sum(m.correct and not n.correct for m, n in zip(mia_rows, none_rows))
+    assert "Paired against mia (cold)" in text
+    paired = next(line for line in text.splitlines() if line.startswith("| none (cold) | 3 |") and "pts" in line)
+    assert paired.split(" | ")[3:5] == [str(only_none), str(only_mia)]
+    loss_lines = text.split("Where the misses are lost")[1].splitlines()[4:6]
+    for line, rows in zip(loss_lines, (mia_rows, none_rows)):
+        cells = line.strip("|").split("|")
+        misses = sum(not r.correct for r in rows)
+        assert int(cells[1]) == misses and sum(int(c) for c in cells[2:-2]) == misses
 
 
 def test_command_line_warm_up_then_stream(eval_config_file, tmp_path, capsys):

@@ -1,0 +1,157 @@
+"""Where an evaluation's misses are lost, read from its rows, its run logs and the question file's
+supporting facts (HotpotQA names the paragraphs a question's answer rests on).
+
+Each miss gets one cause, the first that applies:
+  run failed                the run stopped with an error
+  judge error               a hand label says the answer is right (only with labels)
+  no usable answer          empty, a placeholder, the question echoed, cut off (backend.judge.answer_problem)
+  no gold retrieved         no supporting paragraph was among the passages the run's searches returned
+  gold retrieved, not read  one was returned, and the answer is still wrong; split by whether a
+                            returned gold paragraph was in front of the model as it answered
+                            (the answer event's `read_from`; "not recorded" for older run logs)
+  gold unknown              the question file names no supporting paragraphs
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backend.answer_match import normalize_answer
+from backend.config import REPO_ROOT
+from backend.eval.results import EvalRow
+from backend.events import AnswerReady, ToolReturned
+from backend.judge import answer_problem
+from backend.runlog import RunLog
+
+RUNS_FOLDER = "runs"
+
+FAILED = "run failed"
+JUDGE_ERROR = "judge error"
+NO_ANSWER = "no usable answer"
+NO_GOLD = "no gold retrieved"
+NOT_READ_SHOWN = "gold retrieved, not read: it was in front of the model"
+NOT_READ_HIDDEN = "gold retrieved, not read: no longer in front of the model"
+NOT_READ_UNRECORDED = "gold retrieved, not read: what the model saw not recorded"
+GOLD_UNKNOWN = "gold unknown"
+CAUSES = (FAILED, JUDGE_ERROR, NO_ANSWER, NO_GOLD, NOT_READ_SHOWN, NOT_READ_HIDDEN, NOT_READ_UNRECORDED, GOLD_UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What one run's searches returned, and what was in front of the model as it gave its answer."""
+
+    titles: frozenset[str]
+    texts: tuple[str, ...]
+    read_from: frozenset[str]
+
+
+@dataclass
+class LossBreakdown:
+    misses: int = 0
+    causes: Counter = field(default_factory=Counter)
+    answer_in_results: int = 0  # misses with gold retrieved whose gold answer string a returned passage holds
+    all_gold_retrieved: int = 0  # misses for which every supporting paragraph was returned
+    labelled_passes: int = 0  # passes a hand label covers
+    false_passes: int = 0  # of those, the label says wrong: accuracy is overstated by these
+
+
+def supporting_titles(data_file: Path | str) -> dict[str, frozenset[str]]:
+    """Question id -> titles of its supporting paragraphs (HotpotQA's `supporting_facts`, in either the
+    original [[title, sentence], ...] form or the {"title": [...], "sent_id": [...]} form)."""
+    path = resolve_data_file(data_file)
+    titles: dict[str, frozenset[str]] = {}
+    if path is None:
+        return titles
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        facts = record.get("supporting_facts")
+        if isinstance(facts, dict):
+            names = facts.get("title") or []
+        elif isinstance(facts, list):
+            names = [fact[0] for fact in facts if isinstance(fact, (list, tuple)) and fact]
+        else:
+            continue
+        titles[str(record.get("id") or record.get("_id"))] = frozenset(n for n in names if isinstance(n, str))
+    return titles
+
+
+def resolve_data_file(data_file: Path | str) -> Path | None:
+    """The question file a manifest names (relative to where the evaluation ran, usually the repository)."""
+    path = Path(data_file)
+    for candidate in (path, REPO_ROOT / path):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def run_retrieval(eval_dir: Path, namespace: str, run_id: str) -> Retrieval | None:
+    """The passages a logged run's tools returned and its last answer's `read_from`; None without a log."""
+    try:
+        events = RunLog(Path(eval_dir) / RUNS_FOLDER).load(namespace, run_id)
+    except (KeyError, ValueError):
+        return None
+    passages = [p for e in events if isinstance(e, ToolReturned) for p in e.passages]
+    answers = [e for e in events if isinstance(e, AnswerReady)]
+    return Retrieval(
+        titles=frozenset(p.get("title", "") for p in passages),
+        texts=tuple(p.get("text") or "" for p in passages),
+        read_from=frozenset(answers[-1].read_from) if answers else frozenset(),
+    )
+
+
+def read_labels(paths: list[Path]) -> dict[tuple[str, str], bool]:
+    """(question id, answer) -> whether a person judged the answer right (benchmarks/judge_labels)."""
+    labels = {}
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                label = json.loads(line)
+                labels[(label["id"], label["answer"])] = bool(label["right"])
+    return labels
+
+
+def miss_cause(row: EvalRow, gold_titles: frozenset[str] | None, retrieval: Retrieval | None,
+               label: bool | None) -> str:
+    if row.error:
+        return FAILED
+    if label is True:
+        return JUDGE_ERROR
+    if answer_problem(row.question, row.answer):
+        return NO_ANSWER
+    if not gold_titles or retrieval is None:
+        return GOLD_UNKNOWN
+    found = gold_titles & retrieval.titles
+    if not found:
+        return NO_GOLD
+    if not retrieval.read_from:
+        return NOT_READ_UNRECORDED
+    return NOT_READ_SHOWN if found & retrieval.read_from else NOT_READ_HIDDEN
+
+
+def loss_breakdown(eval_dir: Path, manifest: dict, rows: list[EvalRow],
+                   labels: dict[tuple[str, str], bool] | None = None) -> LossBreakdown:
+    gold = supporting_titles(manifest["data"])
+    labels = labels or {}
+    breakdown = LossBreakdown()
+    for row in rows:
+        label = labels.get((row.id, row.answer))
+        if row.correct:
+            if label is not None:
+                breakdown.labelled_passes += 1
+                breakdown.false_passes += not label
+            continue
+        breakdown.misses += 1
+        retrieval = run_retrieval(eval_dir, manifest["namespace"], row.run_id) if row.run_id else None
+        cause = miss_cause(row, gold.get(row.id), retrieval, label)
+        breakdown.causes[cause] += 1
+        if cause.startswith("gold retrieved"):
+            breakdown.all_gold_retrieved += gold[row.id] <= retrieval.titles
+            gold_answer = normalize_answer(row.gold)
+            breakdown.answer_in_results += bool(gold_answer) and any(
+                f" {gold_answer} " in f" {normalize_answer(text)} " for text in retrieval.texts)
+    return breakdown

@@ -1,0 +1,88 @@
+"""Where misses are lost: each miss of a hand-built evaluation folder (real run logs, a question file
+with supporting facts) gets the cause its run shows."""
+
+from __future__ import annotations
+
+import json
+
+from backend.eval import losses
+from backend.eval.compare import compare
+from backend.eval.results import EvalRow, ResultsFile
+from backend.eval.spec import ROWS_FILE
+from backend.events import AnswerReady, RunStarted, ToolReturned
+from backend.runlog import RunLog
+
+NAMESPACE = "eval-mia"
+GOLD = {"q1": ["Alpha band", "Beta town"], "q2": ["Gamma"], "q3": ["Delta"], "q4": ["Eps"], "q5": ["Zeta"],
+        "q6": ["Eta"], "q7": ["Theta"]}
+
+
+def row(qid: str, answer: str, correct: bool, gold: str = "Tulsa", error: str | None = None) -> EvalRow:
+    return EvalRow(index=int(qid[1:]), id=qid, question=f"Which city is question {qid} about?", gold=gold,
+                   answer=answer, verdict="correct" if correct else "incorrect", judge_method="", correct=correct,
+                   em=float(correct), f1=float(correct), llm_calls=1, prompt_tokens=1, completion_tokens=1,
+                   tool_calls=1, wall_seconds=1, llm_seconds=1, tool_seconds=0, other_seconds=0,
+                   harness_seconds=1, memories_used=0, run_id=f"run-{qid}", error=error)
+
+
+def log_run(runlog: RunLog, qid: str, passages: list[dict], answer: str, read_from: list[str]) -> None:
+    run_id = f"run-{qid}"
+    runlog.append(NAMESPACE, RunStarted(run_id, question="q", namespace=NAMESPACE))
+    runlog.append(NAMESPACE, ToolReturned(run_id, turn=1, name="search", ok=True, content="", passages=passages))
+    runlog.append(NAMESPACE, AnswerReady(run_id, text=answer, read_from=read_from))
+
+
+def build_folder(tmp_path):
+    folder = tmp_path / "eval"
+    data = tmp_path / "dev.jsonl"
+    data.write_text("".join(json.dumps({"id": q, "question": "q", "answer": "a",
+                                        "supporting_facts": {"title": t, "sent_id": [0] * len(t)}}) + "\n"
+                            for q, t in GOLD.items()) + json.dumps({"id": "q8", "question": "q", "answer": "a"}) + "\n",
+                    encoding="utf-8")
+    runlog = RunLog(folder / "runs")
+    alpha = {"title": "Alpha band", "text": "Alpha is a band from Tulsa."}
+    noise = {"title": "Noise", "text": "Nothing here."}
+    log_run(runlog, "q1", [alpha], "Tulsa", ["Alpha band"])  # right
+    log_run(runlog, "q2", [noise], "Paris", ["Noise"])  # no gold retrieved
+    log_run(runlog, "q3", [{"title": "Delta", "text": "Delta lies in Tulsa."}, noise], "Paris", ["Delta", "Noise"])
+    log_run(runlog, "q4", [{"title": "Eps", "text": "Eps."}, noise], "Paris", ["Noise"])  # gold pushed out of view
+    log_run(runlog, "q5", [{"title": "Zeta", "text": "Zeta."}], "Paris", [])  # an older log: nothing recorded
+    log_run(runlog, "q6", [noise], "", [])  # empty answer
+    log_run(runlog, "q8", [noise], "Paris", ["Noise"])  # the file names no supporting facts
+    rows = [row("q1", "Tulsa", True), row("q2", "Paris", False), row("q3", "Paris", False), row("q4", "Paris", False),
+            row("q5", "Paris", False), row("q6", "", False), row("q7", "", False, error="boom"),
+            row("q8", "Paris", False)]
+    results = ResultsFile(folder / ROWS_FILE)
+    for r in rows:
+        results.append(r)
+    manifest = {"label": "mia (cold)", "method": "mia", "namespace": NAMESPACE, "data": str(data), "limit": None,
+                "warm_from": None, "warm_limit": None}
+    (folder / "eval.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return folder, manifest, rows
+
+
+def test_each_miss_gets_the_cause_its_run_shows(tmp_path):
+    folder, manifest, rows = build_folder(tmp_path)
+    b = losses.loss_breakdown(folder, manifest, rows)
+    assert b.misses == 7
+    assert b.causes == {
+        losses.NO_GOLD: 1, losses.NOT_READ_SHOWN: 1, losses.NOT_READ_HIDDEN: 1, losses.NOT_READ_UNRECORDED: 1,
+        losses.NO_ANSWER: 1, losses.FAILED: 1, losses.GOLD_UNKNOWN: 1,
+    }
+    assert b.answer_in_results == 1  # q3: "Tulsa" was in a returned passage
+    assert b.all_gold_retrieved == 3  # q3, q4, q5 each have one gold paragraph, returned
+
+
+def test_hand_labels_turn_a_miss_into_a_judge_error_and_count_false_passes(tmp_path):
+    folder, manifest, rows = build_folder(tmp_path)
+    labels_file = tmp_path / "labels.jsonl"
+    labels_file.write_text(json.dumps({"id": "q2", "answer": "Paris", "right": True}) + "\n"
+                           + json.dumps({"id": "q1", "answer": "Tulsa", "right": False}) + "\n", encoding="utf-8")
+    b = losses.loss_breakdown(folder, manifest, rows, losses.read_labels([labels_file]))
+    assert b.causes[losses.JUDGE_ERROR] == 1 and b.causes[losses.NO_GOLD] == 0
+    assert (b.false_passes, b.labelled_passes) == (1, 1)
+    text = compare([folder, folder], tmp_path / "cmp", labels=[labels_file]).read_text(encoding="utf-8")
+    assert "| mia (cold) | 7 | 1 | 1 | 1 |" in text  # misses, run failed, judge error, no usable answer
+    assert "1 of 1 labelled |" in text
+    # Paired with itself: no discordant question, p = 1, a zero difference.
+    assert "| mia (cold) | 8 | 1 | 0 | 0 | +0.0 pts | +0.0 to +0.0 | 1.000 |" in text
