@@ -36,6 +36,7 @@ NOT_READ_SHOWN = "gold retrieved, not read: it was in front of the model"
 NOT_READ_HIDDEN = "gold retrieved, not read: no longer in front of the model"
 NOT_READ_UNRECORDED = "gold retrieved, not read: what the model saw not recorded"
 GOLD_UNKNOWN = "gold unknown"
+CLOSED_ANSWERS = {"", "yes", "no"}
 CAUSES = (FAILED, JUDGE_ERROR, NO_ANSWER, NO_GOLD, NOT_READ_SHOWN, NOT_READ_HIDDEN, NOT_READ_UNRECORDED, GOLD_UNKNOWN)
 
 
@@ -52,7 +53,7 @@ class Retrieval:
 class LossBreakdown:
     misses: int = 0
     causes: Counter = field(default_factory=Counter)
-    answer_in_results: int = 0  # misses with gold retrieved whose gold answer string a returned passage holds
+    answer_in_results: int = 0  # misses with gold retrieved whose gold answer (not yes/no) a returned passage holds
     all_gold_retrieved: int = 0  # misses for which every supporting paragraph was returned
     labelled_passes: int = 0  # passes a hand label covers
     false_passes: int = 0  # of those, the label says wrong: accuracy is overstated by these
@@ -152,6 +153,7 @@ def loss_breakdown(eval_dir: Path, manifest: dict, rows: list[EvalRow],
         if cause.startswith("gold retrieved"):
             breakdown.all_gold_retrieved += gold[row.id] <= retrieval.titles
             gold_answer = normalize_answer(row.gold)
-            breakdown.answer_in_results += bool(gold_answer) and any(
+            # "yes" / "no" occur in any text: only an answer a passage can state is looked for.
+            breakdown.answer_in_results += gold_answer not in CLOSED_ANSWERS and any(
                 f" {gold_answer} " in f" {normalize_answer(text)} " for text in retrieval.texts)
     return breakdown

@@ -45,11 +45,12 @@ def build_folder(tmp_path):
     log_run(runlog, "q1", [alpha], "Tulsa", ["Alpha band"])  # right
     log_run(runlog, "q2", [noise], "Paris", ["Noise"])  # no gold retrieved
     log_run(runlog, "q3", [{"title": "Delta", "text": "Delta lies in Tulsa."}, noise], "Paris", ["Delta", "Noise"])
-    log_run(runlog, "q4", [{"title": "Eps", "text": "Eps."}, noise], "Paris", ["Noise"])  # gold pushed out of view
+    # q4's gold answer is "no": a passage saying "no" does not state it.
+    log_run(runlog, "q4", [{"title": "Eps", "text": "Eps: no."}, noise], "Paris", ["Noise"])  # gold pushed out of view
     log_run(runlog, "q5", [{"title": "Zeta", "text": "Zeta."}], "Paris", [])  # an older log: nothing recorded
     log_run(runlog, "q6", [noise], "", [])  # empty answer
     log_run(runlog, "q8", [noise], "Paris", ["Noise"])  # the file names no supporting facts
-    rows = [row("q1", "Tulsa", True), row("q2", "Paris", False), row("q3", "Paris", False), row("q4", "Paris", False),
+    rows = [row("q1", "Tulsa", True), row("q2", "Paris", False), row("q3", "Paris", False), row("q4", "Paris", False, gold="no"),
             row("q5", "Paris", False), row("q6", "", False), row("q7", "", False, error="boom"),
             row("q8", "Paris", False)]
     results = ResultsFile(folder / ROWS_FILE)
@@ -69,7 +70,7 @@ def test_each_miss_gets_the_cause_its_run_shows(tmp_path):
         losses.NO_GOLD: 1, losses.NOT_READ_SHOWN: 1, losses.NOT_READ_HIDDEN: 1, losses.NOT_READ_UNRECORDED: 1,
         losses.NO_ANSWER: 1, losses.FAILED: 1, losses.GOLD_UNKNOWN: 1,
     }
-    assert b.answer_in_results == 1  # q3: "Tulsa" was in a returned passage
+    assert b.answer_in_results == 1  # q3: "Tulsa" was in a returned passage; q4's "no" is not looked for
     assert b.all_gold_retrieved == 3  # q3, q4, q5 each have one gold paragraph, returned
 
 
