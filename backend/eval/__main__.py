@@ -17,7 +17,7 @@ from backend.eval.compare import compare
 from backend.eval.datasets import DatasetError
 from backend.eval.report import METRICS_HEADER, SUMMARY_MD, metrics_table_row, write_summary
 from backend.eval.results import ResultsError
-from backend.eval.spec import EvalError, EvalSpec
+from backend.eval.spec import EvalError, EvalSpec, copy_memory_from
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -33,6 +33,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, help="only the first N questions (with --compare: of each stream)")
     parser.add_argument("--warm-from", type=Path, help="build memory from these questions first (with ground truth)")
     parser.add_argument("--warm-limit", type=int, help="only the first N warm-up questions")
+    parser.add_argument("--memory-from", type=Path, metavar="DIR",
+                        help="start from a copy of this finished evaluation's memory (same method): a second pass")
     parser.add_argument("--out", type=Path, help="output folder (default: <data_dir>/eval/<method>-<data>[-warm])")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label", default="", help="the name reports give this evaluation")
@@ -41,8 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--labels", type=Path, nargs="+", metavar="FILE",
                         help="with --compare: hand labels of answers (benchmarks/judge_labels/*.jsonl) to count the Judge's errors")
     args = parser.parse_args(argv)
-    if args.data is None and (args.warm_from or args.warm_limit):
-        parser.error("--warm-from and --warm-limit go with --data")
+    if args.data is None and (args.warm_from or args.warm_limit or args.memory_from):
+        parser.error("--warm-from, --warm-limit and --memory-from go with --data")
     if args.summarize and args.limit:
         parser.error("--limit goes with --data or --compare")
     if args.labels and not args.compare:
@@ -56,6 +58,8 @@ def default_out_dir(data_dir: Path, args: argparse.Namespace) -> Path:
     name = f"{args.method}-{args.data.stem}"
     if args.warm_from:
         name += f"-warm-{args.warm_from.stem}{args.warm_limit or ''}"
+    if args.memory_from:
+        name += f"-memory-of-{args.memory_from.name}"
     return data_dir / "eval" / name
 
 
@@ -66,9 +70,12 @@ def run_evaluation(args: argparse.Namespace) -> int:
     out_dir = args.out or default_out_dir(config.data_dir, args)
     spec = EvalSpec(
         data=args.data, method=args.method, out_dir=out_dir, limit=args.limit, warm_from=args.warm_from,
-        warm_limit=args.warm_limit, seed=args.seed, label=args.label,
+        warm_limit=args.warm_limit, seed=args.seed, label=args.label, memory_from=args.memory_from,
     )
     spec.check_inputs()
+    if args.memory_from and Path(args.memory_from).resolve() == Path(out_dir).resolve():
+        raise EvalError("--memory-from names the --out folder itself; give the finished evaluation to start from.")
+    copy_memory_from(spec)  # before the runtime opens the evaluation's memory
     runtime = open_eval_runtime(config, out_dir, progress=not args.no_progress)
     try:
         evaluate(spec, runtime, progress=not args.no_progress)

@@ -28,6 +28,7 @@ from backend.eval.spec import (
     EvalError,
     EvalSpec,
     check_or_write_manifest,
+    inherited_run_ids,
     memory_url_for,
 )
 from backend.events import Event
@@ -190,7 +191,7 @@ def evaluate(spec: EvalSpec, runtime: Runtime, *, progress: bool = True) -> Eval
     manifest = check_or_write_manifest(spec, runtime.config)
     warm_results = ResultsFile(spec.out_dir / WARM_ROWS_FILE)
     results = ResultsFile(spec.out_dir / ROWS_FILE)
-    recorded = {row.run_id for row in warm_results.read() + results.read()}
+    recorded = {row.run_id for row in warm_results.read() + results.read()} | inherited_run_ids(spec.out_dir)
     removed = remove_unrecorded_memories(runtime.store, spec.namespace, recorded)
     if removed:
         log.warning("removed %d memories left by an interrupted question; it will be asked again", removed)

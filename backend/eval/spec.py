@@ -1,5 +1,9 @@
 """What one evaluation is, and the record of it kept in its output folder (eval.json).
 
+An evaluation may start from another one's memory (`memory_from`: a finished evaluation folder of
+the same method): its memory database is copied in before the first question, so a second pass over
+the same questions, or a stream after a warm-up, costs only its own questions.
+
 Resuming into a folder is allowed only for the same evaluation: same questions file, method,
 warm-up, seed, models and agent settings. Only the question limit may grow, so a stream can be
 extended later without redoing the questions already answered.
@@ -8,6 +12,7 @@ extended later without redoing the questions already answered.
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,6 +25,7 @@ ROWS_FILE = "rows.jsonl"
 WARM_ROWS_FILE = "warm.jsonl"
 MEMORY_FILE = "memory.sqlite"
 RUNS_FOLDER = "runs"
+MEMORY_FROM_FILE = "memory_from.json"  # what was copied in: the source folder, its rows' digest, its run ids
 
 
 class EvalError(ValueError):
@@ -36,6 +42,7 @@ class EvalSpec:
     warm_limit: int | None = None
     seed: int = 0
     label: str = ""  # how reports name this evaluation; default: method (+ warm-up)
+    memory_from: Path | None = None  # a finished evaluation folder whose memory this one starts from
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -51,6 +58,15 @@ class EvalSpec:
         load_questions(self.data, limit=self.limit)
         if self.warm_from is not None:
             load_questions(self.warm_from, limit=self.warm_limit)
+        if self.memory_from is not None:
+            source = read_manifest(self.memory_from)
+            if source.get("namespace") != self.namespace:
+                raise EvalError(
+                    f"--memory-from {self.memory_from} holds the memory of method {source.get('method')!r}; "
+                    f"this evaluation runs {self.method!r}. Use the same --method, or another folder."
+                )
+            if not (Path(self.memory_from) / MEMORY_FILE).is_file():
+                raise EvalError(f"--memory-from {self.memory_from} has no {MEMORY_FILE}; run that evaluation first.")
 
     @property
     def namespace(self) -> str:
@@ -60,6 +76,8 @@ class EvalSpec:
     def display_label(self) -> str:
         if self.label:
             return self.label
+        if self.memory_from is not None:
+            return f"{self.method} (memory of {Path(self.memory_from).name})"
         if self.warm_from is None:
             return f"{self.method} (cold)"
         warm = f"{self.warm_limit} of " if self.warm_limit else ""
@@ -73,6 +91,39 @@ class EvalSpec:
 def memory_url_for(out_dir: Path) -> str:
     """The evaluation's own memory database, inside its output folder."""
     return f"sqlite:///{(Path(out_dir) / MEMORY_FILE).resolve()}"
+
+
+def copy_memory_from(spec: EvalSpec) -> None:
+    """Start `spec.out_dir` with a copy of `spec.memory_from`'s memory database (SQLite's backup, so a
+    source still open elsewhere is copied consistently), once: a resumed folder keeps its own. The run
+    ids behind the copied memories are recorded, so that resuming never takes them for leftovers."""
+    if spec.memory_from is None:
+        return
+    target = Path(spec.out_dir) / MEMORY_FILE
+    if target.exists():
+        return
+    source_dir = Path(spec.memory_from)
+    Path(spec.out_dir).mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(f"file:{source_dir / MEMORY_FILE}?mode=ro", uri=True)
+    copy = sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        copy.close()
+        source.close()
+    run_ids = sorted(
+        json.loads(line)["run_id"]
+        for name in (WARM_ROWS_FILE, ROWS_FILE) if (source_dir / name).is_file()
+        for line in (source_dir / name).read_text(encoding="utf-8").splitlines() if line.strip()
+    )
+    record = {"folder": portable_path(source_dir), "run_ids": run_ids}
+    (Path(spec.out_dir) / MEMORY_FROM_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def inherited_run_ids(out_dir: Path) -> set[str]:
+    """The runs whose memories were copied in with --memory-from (none without it)."""
+    path = Path(out_dir) / MEMORY_FROM_FILE
+    return set(json.loads(path.read_text(encoding="utf-8"))["run_ids"]) if path.is_file() else set()
 
 
 def role_identity(config: Config) -> dict[str, str]:
@@ -124,6 +175,7 @@ def manifest_for(spec: EvalSpec, config: Config) -> dict:
         "limit": spec.limit,
         "warm_from": portable_path(spec.warm_from) if spec.warm_from else None,
         "warm_limit": spec.warm_limit,
+        "memory_from": portable_path(spec.memory_from) if spec.memory_from else None,
         "seed": spec.seed,
         "models": role_identity(config),
         "agent": asdict(config.agent),
@@ -146,6 +198,7 @@ def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
             raise EvalError(f"{path} is damaged ({exc.msg}); use a new --out folder.") from None
         for key in ("data", "warm_from"):
             previous[key] = _recorded_path(previous.get(key))
+        previous.setdefault("memory_from", None)  # folders from before the option
         differences = [
             key for key in manifest if key not in _MAY_CHANGE and previous.get(key) != manifest[key]
         ]

@@ -77,3 +77,37 @@ def test_bad_options_are_refused_with_a_sentence(tmp_path):
         EvalSpec(data=DEV, method="best", out_dir=tmp_path)
     with pytest.raises(EvalError, match="--warm-limit needs --warm-from"):
         EvalSpec(data=DEV, method="mia", out_dir=tmp_path, warm_limit=3)
+
+
+def test_a_second_pass_starts_from_a_copy_of_a_finished_evaluations_memory(smoke_results, eval_config_file, embedder, tmp_path):
+    """--memory-from: the first pass's memories are copied in (the source is left as it was), shown to
+    the second pass, kept on resume, and another method's memory is refused."""
+    from backend.eval.__main__ import main
+    from backend.eval.spec import MEMORY_FILE, ROWS_FILE as ROWS
+    from memory_db import MemoryStore
+    from .conftest import DEV
+
+    source = smoke_results["mia"][0]
+    source_bytes = (source / MEMORY_FILE).read_bytes()
+    first_pass = MemoryStore(f"sqlite:///{source / MEMORY_FILE}", embedder=embedder)
+    copied = {m.id for m in first_pass.list(namespace="eval-mia", limit=100)}
+    first_pass.close()
+    assert copied
+    out = tmp_path / "second-pass"
+    args = ["--data", str(DEV), "--method", "mia", "--limit", "1", "--memory-from", str(source), "--out", str(out),
+            "--config", str(eval_config_file), "--no-progress"]
+    assert main(args) == 0
+    store = MemoryStore(f"sqlite:///{out / MEMORY_FILE}", embedder=embedder)
+    kept = {m.id for m in store.list(namespace="eval-mia", limit=100)}
+    store.close()
+    assert copied <= kept  # none taken for an interrupted question's leftovers
+    row = ResultsFile(out / ROWS).read()[0]
+    assert set(row.memory_ids) & copied  # the second pass was shown the first pass's memory
+    manifest = json.loads((out / "eval.json").read_text(encoding="utf-8"))
+    assert manifest["memory_from"] and manifest["label"] == f"mia (memory of {source.name})"
+    assert (source / MEMORY_FILE).read_bytes() == source_bytes
+    assert main(args[:5] + ["2"] + args[6:]) == 0  # resumed and extended: its own memory, not a new copy
+    assert len(ResultsFile(out / ROWS).read()) == 2
+    assert main(["--data", str(DEV), "--method", "none", "--limit", "1", "--memory-from", str(source),
+                 "--out", str(tmp_path / "other"), "--config", str(eval_config_file), "--no-progress"]) == 2
+    assert not (tmp_path / "other").exists()
