@@ -55,6 +55,13 @@ class RunRecord:
         return self.answers[-1].text if self.answers else ""
 
     @property
+    def first_answer_seconds(self) -> float | None:
+        """How long after the run started its first answer was shown (None: no answer)."""
+        if self.started is None or not self.answers:
+            return None
+        return round(self.answers[0].at - self.started.at, 3)
+
+    @property
     def last_answer_event(self) -> AnswerReady | None:
         return self.answers[-1] if self.answers else None
 

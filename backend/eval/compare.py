@@ -8,7 +8,7 @@ from pathlib import Path
 
 from backend.eval.losses import CAUSES, LossBreakdown, loss_breakdown, read_labels
 from backend.eval.metrics import rolling_accuracy, running_accuracy
-from backend.eval.report import METRICS_HEADER, file_digest, metrics_table_row, summarize, rows_in_scope
+from backend.eval.report import METRICS_HEADER, file_digest, metrics_table_row, rows_in_scope, summarize, with_first_answer
 from backend.eval.results import EvalRow, ResultsFile
 from backend.eval.significance import paired_comparison
 from backend.eval.spec import ROWS_FILE, EvalError, read_manifest
@@ -32,7 +32,7 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None,
     for folder in map(Path, result_dirs):
         manifest = read_manifest(folder)
         rows = rows_in_scope(ResultsFile(folder / ROWS_FILE).read(), manifest["limit"])
-        rows = rows[:limit] if limit else rows
+        rows = [with_first_answer(r, folder, manifest["namespace"]) for r in (rows[:limit] if limit else rows)]
         if not rows:
             raise EvalError(f"{folder} has no result rows yet; run the evaluation before comparing it.")
         entries.append((folder, manifest, summarize(rows), rows))

@@ -6,6 +6,7 @@ and the Markdown lists each question's row so any aggregate can be recomputed by
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections import Counter
@@ -13,7 +14,9 @@ from pathlib import Path
 
 from backend.eval.metrics import mean, percentile, running_accuracy
 from backend.eval.results import EvalRow, ResultsFile
-from backend.eval.spec import ROWS_FILE, WARM_ROWS_FILE, read_manifest
+from backend.eval.spec import ROWS_FILE, RUNS_FOLDER, WARM_ROWS_FILE, read_manifest
+from backend.replay import replay
+from backend.runlog import RunLog
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
@@ -44,6 +47,8 @@ def summarize(rows: list[EvalRow]) -> dict:
         "forced_reasons": dict(Counter(r.forced_reason for r in rows if r.forced_answer)),
         "latency_p50_s": _round(percentile([r.wall_seconds for r in rows], 50), 3),
         "latency_p95_s": _round(percentile([r.wall_seconds for r in rows], 95), 3),
+        "first_answer_p50_s": _round(percentile(
+            [r.first_answer_seconds for r in rows if r.first_answer_seconds is not None], 50), 3),
         "per_question": {
             "llm_calls": _round(mean([r.llm_calls for r in rows]), 2),
             "prompt_tokens": _round(mean([r.prompt_tokens for r in rows]), 1),
@@ -78,15 +83,16 @@ def metrics_table_row(label: str, s: dict) -> str:
     q, t = s["per_question"], s["time_split"]
     return (
         f"| {label} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['exact_match'])} | {_pct(s['f1'])} "
-        f"| {s['latency_p50_s']:.1f} | {s['latency_p95_s']:.1f} | {q['llm_calls']:.1f} "
+        f"| {s['latency_p50_s']:.1f} | {s['latency_p95_s']:.1f} | {s.get('first_answer_p50_s', float('nan')):.1f} "
+        f"| {q['llm_calls']:.1f} "
         f"| {q['prompt_tokens'] + q['completion_tokens']:.0f} | {q['tool_calls']:.1f} "
         f"| {q['memories_used']:.1f} | {_pct(t['overhead_share'])} |"
     )
 
 
 METRICS_HEADER = (
-    "| evaluation | N | judge accuracy | EM | F1 | p50 s | p95 s | LLM calls/q | tokens/q | tool calls/q "
-    "| memories/q | overhead |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| evaluation | N | judge accuracy | EM | F1 | p50 s | p95 s | first answer p50 s | LLM calls/q | tokens/q "
+    "| tool calls/q | memories/q | overhead |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -167,7 +173,8 @@ def write_summary(out_dir: Path) -> dict:
     """Recompute summary.json and summary.md of an evaluation folder from its rows."""
     out_dir = Path(out_dir)
     manifest = read_manifest(out_dir)
-    rows = rows_in_scope(ResultsFile(out_dir / ROWS_FILE).read(), manifest["limit"])
+    rows = [with_first_answer(r, out_dir, manifest["namespace"])
+            for r in rows_in_scope(ResultsFile(out_dir / ROWS_FILE).read(), manifest["limit"])]
     summary = summarize(rows)
     warm_rows = ResultsFile(out_dir / WARM_ROWS_FILE).read()
     warm = summarize(warm_rows) if warm_rows else None
@@ -176,6 +183,17 @@ def write_summary(out_dir: Path) -> dict:
     (out_dir / SUMMARY_JSON).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     (out_dir / SUMMARY_MD).write_text(summary_markdown(manifest, summary, rows, warm, digest), encoding="utf-8")
     return document
+
+
+def with_first_answer(row: EvalRow, out_dir: Path, namespace: str) -> EvalRow:
+    """A row from before rows recorded the first answer's time gets it from its run log (if kept)."""
+    if row.first_answer_seconds is not None or not row.run_id:
+        return row
+    try:
+        events = RunLog(Path(out_dir) / RUNS_FOLDER).load(namespace, row.run_id)
+    except (KeyError, ValueError):
+        return row
+    return dataclasses.replace(row, first_answer_seconds=replay(events).first_answer_seconds)
 
 
 def rows_in_scope(rows: list[EvalRow], limit: int | None) -> list[EvalRow]:

@@ -52,6 +52,7 @@ class EvalRow:
     error: str | None = None
     calls_by_role: dict[str, int] = field(default_factory=dict)
     cached_prompt_tokens: int = 0  # of prompt_tokens, read from a local model's prompt cache
+    first_answer_seconds: float | None = None  # when the first answer was shown, from the run's start
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)

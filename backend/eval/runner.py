@@ -101,6 +101,7 @@ def row_from_events(index: int, question: EvalQuestion, method: str, events: lis
         run_id=run_id,
         error=error,
         calls_by_role=calls_by_role,
+        first_answer_seconds=run.first_answer_seconds,
     )
 
 

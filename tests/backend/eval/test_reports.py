@@ -31,6 +31,25 @@ def test_summary_is_traceable_to_the_rows(smoke_results):
         assert f"| {row.index} | {row.id} |" in markdown
 
 
+def test_a_row_from_before_first_answer_times_gets_it_from_its_run_log(smoke_results, tmp_path):
+    import dataclasses
+    import shutil
+
+    from backend.eval.report import with_first_answer
+
+    folder = shutil.copytree(smoke_results["mia"][0], tmp_path / "old")
+    rows = ResultsFile(folder / ROWS_FILE).read()
+    (folder / ROWS_FILE).write_text("".join(dataclasses.replace(r, first_answer_seconds=None).to_json() + "\n"
+                                            for r in rows), encoding="utf-8")
+    old_rows = ResultsFile(folder / ROWS_FILE).read()
+    assert [with_first_answer(r, folder, "eval-mia").first_answer_seconds for r in old_rows] == [
+        r.first_answer_seconds for r in rows]
+    times = sorted(r.first_answer_seconds for r in rows)
+    assert write_summary(folder)["summary"]["first_answer_p50_s"] == round(times[1], 3)  # 3 rows: the middle one
+    lost_log = dataclasses.replace(old_rows[0], run_id="no-such-run")
+    assert with_first_answer(lost_log, folder, "eval-mia").first_answer_seconds is None
+
+
 def test_compare_two_folders_writes_a_table_and_a_plot(smoke_results, tmp_path):
     folders = [smoke_results["mia"][0], smoke_results["none"][0]]
     path = compare(folders, tmp_path / "cmp")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 import pytest
@@ -75,6 +77,9 @@ def test_summary_numbers_from_hand_made_rows():
     assert s["failed_runs"] == 1
     # latency over all rows: 10, 20, 30, 40 -> p50 25, p95 at rank 2.85 -> 30 + 0.85 * 10
     assert s["latency_p50_s"] == 25.0 and s["latency_p95_s"] == pytest.approx(38.5)
+    assert s["first_answer_p50_s"] != s["first_answer_p50_s"]  # NaN: no row says when its first answer came
+    s = summarize([dataclasses.replace(r, first_answer_seconds=t) for r, t in zip(rows, (4.0, None, 8.0, None))])
+    assert s["first_answer_p50_s"] == 6.0  # over the rows that say
     # the time split leaves the failed run out: wall 60, llm 55, tool 3, other 2
     t = s["time_split"]
     assert (t["runs"], t["wall_s"], t["llm_s"], t["tool_s"]) == (3, 60.0, 55.0, 3.0)

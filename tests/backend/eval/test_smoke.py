@@ -34,6 +34,7 @@ def test_every_question_gets_a_complete_row(smoke_results, method):
         assert row.llm_seconds > 0
         assert row.llm_seconds + row.tool_seconds + row.other_seconds == pytest.approx(row.wall_seconds, abs=0.01)
         assert row.harness_seconds >= row.wall_seconds - 0.01
+        assert 0 <= row.first_answer_seconds <= row.harness_seconds
 
 
 @pytest.mark.parametrize("method", METHODS)
