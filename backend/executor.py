@@ -275,7 +275,12 @@ class ExecutorSession:
         self._record_assistant(protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
         self.answer = answer
         self.steps.append(Step(turn=self.turn_count, answer=answer))
-        yield AnswerReady(self.run_id, text=answer, forced=forced, reason=reason, sources=self.sources(answer), read_from=list(self.read_from))
+        yield self._answer_ready(answer, forced=forced, reason=reason)
+
+    def _answer_ready(self, answer: str, *, forced: bool = False, reason: str = "") -> AnswerReady:
+        """The event of an answer: its citations and the passages the model had in front of it."""
+        return AnswerReady(self.run_id, text=answer, forced=forced, reason=reason, sources=self.sources(answer),
+                           read_from=list(self.read_from))
 
     def sources(self, answer: str, limit: int = 3) -> list[dict]:
         """The retrieved passages the answer rests on, numbered, with the sentence that supports it
@@ -357,7 +362,7 @@ class ExecutorSession:
         self._record_assistant(head + protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
         self.answer = answer
         self.steps.append(Step(turn=self.turn_count, think=thought, answer=answer))
-        yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer), read_from=list(self.read_from))
+        yield self._answer_ready(answer)
 
     def _evidence(self, question: str) -> list[tuple[str, str]]:
         """The run's passages most relevant to the question, whole paragraphs when the model can read
@@ -416,7 +421,7 @@ class ExecutorSession:
             self.answer, self.read_from = answer, read_from
             yield Recovery(self.run_id, turn=self.turn_count, reason="the supplementary round researched nothing",
                            action=f"the answer from before the replan stands: {answer!r}")
-            yield AnswerReady(self.run_id, text=answer, sources=self.sources(answer), read_from=list(self.read_from))
+            yield self._answer_ready(answer)
 
     def answer_support(self, question: str, max_chars: int = 240) -> str | None:
         """The retrieved sentence that states the answer ("Title: sentence"), "" if none does. For a
@@ -497,7 +502,7 @@ class ExecutorSession:
                     self.answer = (yield from self._read_answer(question)) or self.answer
                 self.steps.append(Step(turn=self.turn_count, think=action.think, answer=self.answer,
                                        format_problems=action.format_problems))
-                yield AnswerReady(self.run_id, text=self.answer, sources=self.sources(self.answer), read_from=list(self.read_from))
+                yield self._answer_ready(self.answer)
                 return
             if action.is_tool_call:
                 self._record_assistant(text)

@@ -25,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from backend.config import REPO_ROOT, load_config  # noqa: E402
+from backend.eval.losses import read_labels, returned_passages  # noqa: E402
+from backend.eval.spec import logged_events, read_manifest  # noqa: E402
 from backend.judge import CORRECT, UNSURE, Judge  # noqa: E402
 
 DEFAULT_LABELS = REPO_ROOT / "benchmarks" / "judge_labels" / "qwen-dev.jsonl"
@@ -35,30 +37,22 @@ def path_of(method: str) -> str:
     return method.split(" (")[0]
 
 
-def retrieved_passages(eval_dir: Path, run_id: str) -> list[dict]:
-    passages = []
-    for log in eval_dir.glob(f"runs/*/{run_id}.jsonl"):
-        for line in log.read_text(encoding="utf-8").splitlines():
-            event = json.loads(line)
-            if event.get("kind") == "tool_response":
-                passages.extend(event.get("passages") or [])
-    return passages
+def retrieved_passages(eval_dir: Path, namespace: str, run_id: str) -> list[dict]:
+    return returned_passages(logged_events(eval_dir, namespace, run_id) or [])
 
 
 def labelled_runs(eval_dirs: list[Path], labels_path: Path) -> list[dict]:
-    labels = {}
-    for line in labels_path.read_text(encoding="utf-8").splitlines():
-        label = json.loads(line)
-        labels[(label["id"], label["answer"])] = label["right"]
+    labels = read_labels([labels_path])
     runs = []
     for eval_dir in eval_dirs:
+        namespace = read_manifest(eval_dir)["namespace"]
         for line in (eval_dir / "rows.jsonl").read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             key = (row["id"], row["answer"])
             if key in labels and not row.get("error"):
                 runs.append({"eval": eval_dir.name, "id": row["id"], "question": row["question"], "gold": row["gold"],
                              "answer": row["answer"], "right": labels[key], "run_id": row["run_id"],
-                             "passages": retrieved_passages(eval_dir, row["run_id"])})
+                             "passages": retrieved_passages(eval_dir, namespace, row["run_id"])})
     return runs
 
 

@@ -73,8 +73,6 @@ def run_evaluation(args: argparse.Namespace) -> int:
         warm_limit=args.warm_limit, seed=args.seed, label=args.label, memory_from=args.memory_from,
     )
     spec.check_inputs()
-    if args.memory_from and Path(args.memory_from).resolve() == Path(out_dir).resolve():
-        raise EvalError("--memory-from names the --out folder itself; give the finished evaluation to start from.")
     copy_memory_from(spec)  # before the runtime opens the evaluation's memory
     runtime = open_eval_runtime(config, out_dir, progress=not args.no_progress)
     try:

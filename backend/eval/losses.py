@@ -22,11 +22,9 @@ from pathlib import Path
 from backend.answer_match import normalize_answer
 from backend.config import REPO_ROOT
 from backend.eval.results import EvalRow
-from backend.events import AnswerReady, ToolReturned
+from backend.eval.spec import logged_events
+from backend.events import AnswerReady, Event, ToolReturned
 from backend.judge import answer_problem
-from backend.runlog import RunLog
-
-RUNS_FOLDER = "runs"
 
 FAILED = "run failed"
 JUDGE_ERROR = "judge error"
@@ -90,13 +88,17 @@ def resolve_data_file(data_file: Path | str) -> Path | None:
     return None
 
 
+def returned_passages(events: list[Event]) -> list[dict]:
+    """Every passage a run's tools returned, in order."""
+    return [p for e in events if isinstance(e, ToolReturned) for p in e.passages]
+
+
 def run_retrieval(eval_dir: Path, namespace: str, run_id: str) -> Retrieval | None:
     """The passages a logged run's tools returned and its last answer's `read_from`; None without a log."""
-    try:
-        events = RunLog(Path(eval_dir) / RUNS_FOLDER).load(namespace, run_id)
-    except (KeyError, ValueError):
+    events = logged_events(eval_dir, namespace, run_id)
+    if events is None:
         return None
-    passages = [p for e in events if isinstance(e, ToolReturned) for p in e.passages]
+    passages = returned_passages(events)
     answers = [e for e in events if isinstance(e, AnswerReady)]
     return Retrieval(
         titles=frozenset(p.get("title", "") for p in passages),

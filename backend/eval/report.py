@@ -14,9 +14,8 @@ from pathlib import Path
 
 from backend.eval.metrics import mean, percentile, running_accuracy
 from backend.eval.results import EvalRow, ResultsFile
-from backend.eval.spec import ROWS_FILE, RUNS_FOLDER, WARM_ROWS_FILE, read_manifest
+from backend.eval.spec import ROWS_FILE, WARM_ROWS_FILE, logged_events, read_manifest
 from backend.replay import replay
-from backend.runlog import RunLog
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
@@ -83,7 +82,7 @@ def metrics_table_row(label: str, s: dict) -> str:
     q, t = s["per_question"], s["time_split"]
     return (
         f"| {label} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['exact_match'])} | {_pct(s['f1'])} "
-        f"| {s['latency_p50_s']:.1f} | {s['latency_p95_s']:.1f} | {s.get('first_answer_p50_s', float('nan')):.1f} "
+        f"| {s['latency_p50_s']:.1f} | {s['latency_p95_s']:.1f} | {s['first_answer_p50_s']:.1f} "
         f"| {q['llm_calls']:.1f} "
         f"| {q['prompt_tokens'] + q['completion_tokens']:.0f} | {q['tool_calls']:.1f} "
         f"| {q['memories_used']:.1f} | {_pct(t['overhead_share'])} |"
@@ -189,9 +188,8 @@ def with_first_answer(row: EvalRow, out_dir: Path, namespace: str) -> EvalRow:
     """A row from before rows recorded the first answer's time gets it from its run log (if kept)."""
     if row.first_answer_seconds is not None or not row.run_id:
         return row
-    try:
-        events = RunLog(Path(out_dir) / RUNS_FOLDER).load(namespace, row.run_id)
-    except (KeyError, ValueError):
+    events = logged_events(out_dir, namespace, row.run_id)
+    if events is None:
         return row
     return dataclasses.replace(row, first_answer_seconds=replay(events).first_answer_seconds)
 

@@ -19,13 +19,16 @@ from pathlib import Path
 from backend.methods import METHOD_NAMES as METHODS
 from backend.config import REPO_ROOT, Config
 from backend.eval.datasets import load_questions
+from backend.eval.results import ResultsFile
+from backend.events import Event
+from backend.runlog import RunLog
 
 MANIFEST_FILE = "eval.json"
 ROWS_FILE = "rows.jsonl"
 WARM_ROWS_FILE = "warm.jsonl"
 MEMORY_FILE = "memory.sqlite"
 RUNS_FOLDER = "runs"
-MEMORY_FROM_FILE = "memory_from.json"  # what was copied in: the source folder, its rows' digest, its run ids
+MEMORY_FROM_FILE = "memory_from.json"  # what was copied in: the source folder and the run ids behind its memories
 
 
 class EvalError(ValueError):
@@ -65,6 +68,8 @@ class EvalSpec:
                     f"--memory-from {self.memory_from} holds the memory of method {source.get('method')!r}; "
                     f"this evaluation runs {self.method!r}. Use the same --method, or another folder."
                 )
+            if Path(self.memory_from).resolve() == Path(self.out_dir).resolve():
+                raise EvalError("--memory-from names the --out folder itself; give the finished evaluation to start from.")
             if not (Path(self.memory_from) / MEMORY_FILE).is_file():
                 raise EvalError(f"--memory-from {self.memory_from} has no {MEMORY_FILE}; run that evaluation first.")
 
@@ -111,13 +116,17 @@ def copy_memory_from(spec: EvalSpec) -> None:
     finally:
         copy.close()
         source.close()
-    run_ids = sorted(
-        json.loads(line)["run_id"]
-        for name in (WARM_ROWS_FILE, ROWS_FILE) if (source_dir / name).is_file()
-        for line in (source_dir / name).read_text(encoding="utf-8").splitlines() if line.strip()
-    )
+    run_ids = sorted(row.run_id for name in (WARM_ROWS_FILE, ROWS_FILE) for row in ResultsFile(source_dir / name).read())
     record = {"folder": portable_path(source_dir), "run_ids": run_ids}
     (Path(spec.out_dir) / MEMORY_FROM_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def logged_events(out_dir: Path, namespace: str, run_id: str) -> list[Event] | None:
+    """The event stream an evaluation folder keeps for one run (None when its log is not there)."""
+    try:
+        return RunLog(Path(out_dir) / RUNS_FOLDER).load(namespace, run_id)
+    except (KeyError, ValueError):
+        return None
 
 
 def inherited_run_ids(out_dir: Path) -> set[str]:
