@@ -68,15 +68,21 @@ def supporting_titles(data_file: Path | str) -> dict[str, frozenset[str]]:
         if not line.strip():
             continue
         record = json.loads(line)
-        facts = record.get("supporting_facts")
-        if isinstance(facts, dict):
-            names = facts.get("title") or []
-        elif isinstance(facts, list):
-            names = [fact[0] for fact in facts if isinstance(fact, (list, tuple)) and fact]
-        else:
-            continue
-        titles[str(record.get("id") or record.get("_id"))] = frozenset(n for n in names if isinstance(n, str))
+        if isinstance(record.get("supporting_facts"), (dict, list)):
+            titles[str(record.get("id") or record.get("_id"))] = frozenset(record_supporting_titles(record))
     return titles
+
+
+def record_supporting_titles(record: dict) -> list[str]:
+    """One HotpotQA record's supporting titles, in order, each once."""
+    facts = record.get("supporting_facts")
+    if isinstance(facts, dict):
+        names = facts.get("title") or []
+    elif isinstance(facts, list):
+        names = [fact[0] for fact in facts if isinstance(fact, (list, tuple)) and fact]
+    else:
+        names = []
+    return list(dict.fromkeys(n for n in names if isinstance(n, str)))
 
 
 def resolve_data_file(data_file: Path | str) -> Path | None:

@@ -34,6 +34,10 @@ READER_SYSTEM = ("Answer the question from the evidence. Reply with the answer o
 READER_TURN = "Evidence:\n{evidence}\n\nQuestion: {question}"
 ANSWER_PREFILL = "Answer:"
 CHOICE_PREFILL = "Answer: "
+# A two-option comparison: first each option's fact, copied from the results, then the choice.
+OPTION_FACTS_ASK = ("Question: {question}\nFor each of {first} and {second}, copy from the {source} the fact "
+                    "the question turns on (a date, a number or a short phrase), one line each, then answer.")
+OPTION_FACT_LINE = "{option}: {fact}"
 
 
 def numbered(steps: list[str]) -> str:
@@ -60,8 +64,18 @@ def query_opening(tool: str, argument: str = "query_list") -> str:
     return QUERY_OPENING.format(tool=tool, argument=argument)
 
 
-def reader_messages(evidence: str, question: str) -> list[dict]:
+def reader_messages(evidence: str, question: str, ask: str = "") -> list[dict]:
+    turn = READER_TURN.format(evidence=evidence, question=question)
     return [
         {"role": "system", "content": READER_SYSTEM},
-        {"role": "user", "content": READER_TURN.format(evidence=evidence, question=question)},
+        {"role": "user", "content": f"{turn}\n\n{ask}" if ask else turn},
     ]
+
+
+def option_facts_ask(question: str, options: list[str], *, from_conversation: bool) -> str:
+    source = "search results above" if from_conversation else "evidence"
+    return OPTION_FACTS_ASK.format(question=question, first=options[0], second=options[1], source=source)
+
+
+def option_facts_text(facts: dict[str, str]) -> str:
+    return "".join(OPTION_FACT_LINE.format(option=option, fact=fact) + "\n" for option, fact in facts.items())
