@@ -9,7 +9,8 @@ Usage: OMP_WAIT_POLICY=PASSIVE MIA_SEARCH_HYBRID=false .venv/bin/python benchmar
 Variants: `facts` (the default reader: a two-option question's facts are copied first, a comparison
 of dates or amounts is decided from them) and `plain` (the choice straight from the results). Both
 read the same searched conversation, so the rows are paired. Tune on `train`; never on `dev`.
-Prints one table (exact match, gold contained in the answer, seconds per question) per variant.
+Prints one table (exact match, gold contained in the answer, seconds per question) per variant; the
+variants share the model's prompt cache, so only the first one listed pays for the searched conversation.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def main() -> None:
 
     print(f"\nReader on {len(records)} {args.type} questions of {Path(args.data).name} (offset {args.offset}), "
           f"gold paragraphs searched by title; model {getattr(model, 'name', '?')}\n")
-    print("| variant | N | exact match | gold in answer | closed questions right (contains) | s/question p50 |")
+    print("| variant | N | exact match | gold in answer | closed questions right (contains) | s/question p50 (the first "
+          "variant pays the prompt, the next reads it from the cache) |")
     print("|---|---|---|---|---|---|")
     for variant, items in rows.items():
         closed = [r for r in items if r["closed"]]
