@@ -14,9 +14,7 @@ import re
 from dataclasses import dataclass
 
 _MONTHS = {name: i for i, name in enumerate(
-    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-     "november", "december"), 1)}
-_MONTHS.update({name[:3]: i for name, i in list(_MONTHS.items())})
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}  # by first 3 letters
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 _YEAR = r"(\d{3,4})(?!\d)(\s*(?:bc|bce)\b)?"
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})\s+{_MONTH}\s*,?\s+{_YEAR}", re.IGNORECASE)

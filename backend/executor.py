@@ -216,9 +216,10 @@ class ExecutorSession:
     def search(self, tool_name: str, query: str, head: str = "") -> Iterator[Event]:
         """Call a query tool with one query, written into the conversation as the model's own call
         (after `head`, the turn's thought)."""
-        opening = prompts.query_opening(tool_name, self.tools[tool_name].capabilities.query_argument)
+        argument = self.tools[tool_name].capabilities.query_argument
+        opening = prompts.query_opening(tool_name, argument)
         self._record_assistant(head + opening + query.replace('"', "'") + prompts.QUERY_CLOSING + protocol.CALL_CLOSE)
-        yield from self._run_tool(tool_name, {self.tools[tool_name].capabilities.query_argument: [query]})
+        yield from self._run_tool(tool_name, {argument: [query]})
 
     def _record_assistant(self, text: str) -> None:
         self.turns.append(_Turn("assistant", text))
