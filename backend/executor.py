@@ -88,12 +88,14 @@ class ExecutorSession:
         max_tokens: int = 0,
         guided: bool = False,
         compare_by_facts: bool = True,
+        open_reading: str = "plain",
     ) -> None:
         self.model, self.tools, self.meter, self.run_id = model, tools, meter, run_id
         self.max_new_tokens = max_new_tokens
         self.max_llm_calls, self.max_tokens = max_llm_calls, max_tokens
         self.guided = guided
         self.compare_by_facts = compare_by_facts  # a larger model copies each option's fact before choosing
+        self.open_reading = open_reading
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
         self.question = ""
@@ -431,9 +433,19 @@ class ExecutorSession:
                 action=f"chose {choice.label!r} among {options} by log-probability",
             )
             return choice.label
-        messages = self._reader_messages(question)
+        prefill = prompts.ANSWER_PREFILL
+        if self.open_reading != "plain" and not self.model.traits.small:
+            messages = self._reader_messages(question, prompts.open_reading_ask(
+                self.open_reading, question, from_conversation=self._reads_conversation()))
+            lead = prompts.OPEN_READING_PREFILLS[self.open_reading]
+            line = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=lead).text
+            line = " ".join(line.split())
+            yield ExecutorThought(self.run_id, turn=self.turn_count, text=f"{lead} {line}")
+            prefill = f"{lead} {line}\n{prompts.ANSWER_PREFILL}"
+        else:
+            messages = self._reader_messages(question)
         completion = None
-        for item in self.model.stream(messages, max_new_tokens=32, stop=("\n\n",), prefill=prompts.ANSWER_PREFILL):
+        for item in self.model.stream(messages, max_new_tokens=32, stop=("\n\n",), prefill=prefill):
             if isinstance(item, Completion):
                 completion = item
             elif item:
