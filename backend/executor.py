@@ -88,14 +88,14 @@ class ExecutorSession:
         max_tokens: int = 0,
         guided: bool = False,
         compare_by_facts: bool = True,
-        open_reading: str = "plain",
+        read_by_quote: bool = False,
     ) -> None:
         self.model, self.tools, self.meter, self.run_id = model, tools, meter, run_id
         self.max_new_tokens = max_new_tokens
         self.max_llm_calls, self.max_tokens = max_llm_calls, max_tokens
         self.guided = guided
         self.compare_by_facts = compare_by_facts  # a larger model copies each option's fact before choosing
-        self.open_reading = open_reading
+        self.read_by_quote = read_by_quote  # a larger model copies the answer's sentence before an open answer
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
         self.question = ""
@@ -406,7 +406,9 @@ class ExecutorSession:
         "Between A and B, ...", a yes/no question) is answered by a constrained choice among its options;
         a larger model first copies each named option's fact, and a comparison of dates or amounts is
         then decided from those facts (backend.comparison). Yes/no questions get no facts: on 16 `train`
-        ones the facts changed nothing (11 right with them, 12 without)."""
+        ones the facts changed nothing (11 right with them, 12 without). With `read_by_quote` (off by
+        default) a larger model copies the sentence that states an open question's answer first: on 100
+        `train` bridge questions exact match rose from 32% to 39% but containment only from 50% to 51%."""
         options = closed_options(question)
         if options:
             prefill = prompts.CHOICE_PREFILL
@@ -434,14 +436,13 @@ class ExecutorSession:
             )
             return choice.label
         prefill = prompts.ANSWER_PREFILL
-        if self.open_reading != "plain" and not self.model.traits.small:
-            messages = self._reader_messages(question, prompts.open_reading_ask(
-                self.open_reading, question, from_conversation=self._reads_conversation()))
-            lead = prompts.OPEN_READING_PREFILLS[self.open_reading]
-            line = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=lead).text
-            line = " ".join(line.split())
-            yield ExecutorThought(self.run_id, turn=self.turn_count, text=f"{lead} {line}")
-            prefill = f"{lead} {line}\n{prompts.ANSWER_PREFILL}"
+        if self.read_by_quote and not self.model.traits.small:
+            messages = self._reader_messages(question, prompts.quote_ask(
+                question, from_conversation=self._reads_conversation()))
+            quote = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=prompts.QUOTE_PREFILL).text
+            quoted = f"{prompts.QUOTE_PREFILL} {' '.join(quote.split())}"
+            yield ExecutorThought(self.run_id, turn=self.turn_count, text=quoted)
+            prefill = f"{quoted}\n{prompts.ANSWER_PREFILL}"
         else:
             messages = self._reader_messages(question)
         completion = None

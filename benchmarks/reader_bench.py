@@ -7,9 +7,9 @@ Usage: OMP_WAIT_POLICY=PASSIVE MIA_SEARCH_HYBRID=false .venv/bin/python benchmar
            --data data/hotpotqa/train.jsonl --type comparison --limit 40 [--variants facts,plain]
 
 Variants: `facts` (the default reader: a two-option question's facts are copied first, a comparison
-of dates or amounts is decided from them), `plain` (the choice straight from the results) and, for open
-questions, `quote` (a line of the results copied first, then the answer; off by default) and `bridge`. All
-read the same searched conversation, so the rows are paired. Tune on `train`; never on `dev`.
+of dates or amounts is decided from them), `plain` (the choice straight from the results) and `quote`
+(`facts`, and an open question's answer read after copying the sentence that states it; off by default
+in the app). All variants read the same searched conversation, so the rows are paired. Tune on `train`; never on `dev`.
 Prints one table (exact match, containment either way as whole words, seconds per question) per variant; the
 variants share the model's prompt cache, so only the first one listed pays for the searched conversation.
 """
@@ -35,14 +35,14 @@ from backend.metering import RunMeter  # noqa: E402
 from backend.runtime import make_chat_model  # noqa: E402
 from backend.tools import build_tools  # noqa: E402
 
-VARIANTS = {"facts": (True, "plain"), "plain": (False, "plain"), "quote": (True, "quote"), "bridge": (True, "bridge")}
+VARIANTS = {"facts": (True, False), "plain": (False, False), "quote": (True, True)}  # (compare_by_facts, read_by_quote)
 
 
-def read(model, tools, record: dict, variant: tuple[bool, str]) -> dict:
+def read(model, tools, record: dict, variant: tuple[bool, bool]) -> dict:
     question = record["question"]
-    compare_by_facts, open_reading = variant
+    compare_by_facts, read_by_quote = variant
     session = ExecutorSession(model, tools, RunMeter(), "reader-bench", guided=True,
-                              compare_by_facts=compare_by_facts, open_reading=open_reading)
+                              compare_by_facts=compare_by_facts, read_by_quote=read_by_quote)
     session.start(question, [])
     for title in record_supporting_titles(record):
         for _ in session.search("search", title):

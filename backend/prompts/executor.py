@@ -38,14 +38,10 @@ CHOICE_PREFILL = "Answer: "
 OPTION_FACTS_ASK = ("Question: {question}\nFor each of {first} and {second}, copy from the {source} the fact "
                     "the question turns on (a date, a number or a short phrase), one line each, then answer.")
 OPTION_FACT_LINE = "{option}: {fact}"
-# An open question: first a line of the results that leads to the answer, then the answer.
-OPEN_READING_ASKS = {
-    "quote": ("Question: {question}\nCopy the sentence from the {source} that states the answer, "
-              "then give the answer in a few words."),
-    "bridge": ("Question: {question}\nFirst name the person, place or thing the question describes, as the {source} "
-               "name it, then give the answer about it in a few words."),
-}
-OPEN_READING_PREFILLS = {"quote": "Sentence:", "bridge": "It describes:"}
+# An open question read by quote: first the sentence of the results that states the answer, then the answer.
+QUOTE_ASK = ("Question: {question}\nCopy the sentence from the {source} that states the answer, "
+             "then give the answer in a few words.")
+QUOTE_PREFILL = "Sentence:"
 
 
 def numbered(steps: list[str]) -> str:
@@ -80,14 +76,17 @@ def reader_messages(evidence: str, question: str, ask: str = "") -> list[dict]:
     ]
 
 
+def _reader_source(from_conversation: bool) -> str:
+    return "search results above" if from_conversation else "evidence"
+
+
 def option_facts_ask(question: str, options: list[str], *, from_conversation: bool) -> str:
-    source = "search results above" if from_conversation else "evidence"
-    return OPTION_FACTS_ASK.format(question=question, first=options[0], second=options[1], source=source)
+    return OPTION_FACTS_ASK.format(question=question, first=options[0], second=options[1],
+                                   source=_reader_source(from_conversation))
 
 
-def open_reading_ask(way: str, question: str, *, from_conversation: bool) -> str:
-    source = "search results above" if from_conversation else "evidence"
-    return OPEN_READING_ASKS[way].format(question=question, source=source)
+def quote_ask(question: str, *, from_conversation: bool) -> str:
+    return QUOTE_ASK.format(question=question, source=_reader_source(from_conversation))
 
 
 def option_facts_text(facts: dict[str, str]) -> str:

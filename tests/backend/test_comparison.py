@@ -125,7 +125,7 @@ def test_an_open_question_read_by_quote_answers_with_the_quoted_line_in_view(lar
     question = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
     quote = " The Fyre Festival was to take place on the island of Great Exuma."
     model = larger_model_class("executor", [quote, " Great Exuma"])
-    answer, events, _ = read(model, shared_tools, question, ["Fyre Festival"], open_reading="quote")
+    answer, events, _ = read(model, shared_tools, question, ["Fyre Festival"], read_by_quote=True)
     assert answer == "Great Exuma"
     assert model.prefills == ["Sentence:", "Sentence: " + quote.strip() + "\nAnswer:"]
     assert next(e for e in events if isinstance(e, ExecutorThought)).text == "Sentence:" + quote
