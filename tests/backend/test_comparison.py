@@ -121,15 +121,15 @@ def test_the_plain_choice_and_a_small_model_skip_the_facts(larger_model_class, s
     assert answer == "no" and yes_no.prefills == [CHOICE_PREFILL]
 
 
-def test_an_open_question_is_read_by_quote_and_answered_with_the_quoted_line_in_view(larger_model_class, shared_tools):
+def test_an_open_question_read_by_quote_answers_with_the_quoted_line_in_view(larger_model_class, shared_tools):
     question = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
     quote = " The Fyre Festival was to take place on the island of Great Exuma."
     model = larger_model_class("executor", [quote, " Great Exuma"])
-    answer, events, _ = read(model, shared_tools, question, ["Fyre Festival"])
+    answer, events, _ = read(model, shared_tools, question, ["Fyre Festival"], read_by_quote=True)
     assert answer == "Great Exuma"
     assert model.prefills == ["Sentence:", "Sentence: " + quote.strip() + "\nAnswer:"]
     assert next(e for e in events if isinstance(e, ExecutorThought)).text == "Sentence:" + quote
-    # Without it the answer is read straight away, without the line.
+    # The default reads the answer straight away, without the line.
     plain = larger_model_class("executor", [" Great Exuma"])
-    answer, events, _ = read(plain, shared_tools, question, ["Fyre Festival"], read_by_quote=False)
+    answer, events, _ = read(plain, shared_tools, question, ["Fyre Festival"])
     assert answer == "Great Exuma" and not any(isinstance(e, ExecutorThought) for e in events)

@@ -28,8 +28,7 @@ def larger_model_class(scripted_model_class):
 
 
 def run(model, tools, question=QUESTION, max_turns=4):
-    session = ExecutorSession(model, {"search": tools["search"]}, RunMeter(), "run", guided=True,
-                              read_by_quote=False)  # each scripted reply is one draft answer
+    session = ExecutorSession(model, {"search": tools["search"]}, RunMeter(), "run", guided=True)
     session.start(question, [])
     return list(session.run(question, max_turns=max_turns, deadline=time.monotonic() + 60))
 
@@ -98,8 +97,7 @@ def test_reflection_is_shown_where_the_results_state_the_answer(larger_model_cla
     from backend.planner import Planner
 
     model = larger_model_class("executor", ["Tinted Windows band", "Tulsa"])
-    session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True,
-                              read_by_quote=False)
+    session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True)
     session.start(QUESTION, [])
     list(session.run(QUESTION, max_turns=4, deadline=time.monotonic() + 60))
     support = session.answer_support(QUESTION)
