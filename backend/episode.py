@@ -56,6 +56,7 @@ class EpisodeSettings:
     executor_max_new_tokens: int = 96
     planner_max_new_tokens: int = 96
     guided: bool = False
+    read_by_quote: bool = False
     max_llm_calls: int = 0  # 0 = no limit
     max_tokens: int = 0  # 0 = no limit
     memory_k: int = 2
@@ -82,6 +83,7 @@ class EpisodeSettings:
             executor_max_new_tokens=config.role("executor").max_new_tokens,
             planner_max_new_tokens=min(config.role("planner").max_new_tokens, 200),
             guided=agent.guided_for(executor_traits),
+            read_by_quote=agent.read_by_quote,
             max_llm_calls=agent.llm_calls_for(executor_traits),
             max_tokens=agent.max_tokens,
             memory_k=agent.memory_k,
@@ -253,6 +255,7 @@ class EpisodeLoop:
         session = ExecutorSession(
             executor, run_tools, self.meter, run_id, max_new_tokens=s.executor_max_new_tokens, image=episode.image,
             max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
+            read_by_quote=s.read_by_quote,
         )
         outcome.session = session
         session.start(question, steps_done, caption, context=method.executor_notes(successful, failed))

@@ -95,7 +95,7 @@ class ExecutorSession:
         self.max_llm_calls, self.max_tokens = max_llm_calls, max_tokens
         self.guided = guided
         self.compare_by_facts = compare_by_facts  # a larger model copies each option's fact before choosing
-        self.read_by_quote = read_by_quote  # a larger model copies the answer's sentence before an open answer
+        self.read_by_quote = read_by_quote  # a larger model copies the answer's sentence before a final open answer
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
         self.question = ""
@@ -317,13 +317,15 @@ class ExecutorSession:
         if not must_search and self._sees_every_result():
             # A larger model drafts the answer from its conversation (cached: a second or two) and
             # stops as soon as the draft is one the results state; otherwise it searches on.
-            draft = yield from self.read_answer(question)
+            draft = yield from self.read_answer(question, draft=True)
             # A draft that repeats a word of the question is taken only after a second search (18% of
             # `train` answers do, and so does the bridge entity of many bridge questions).
             grounded = is_grounded(draft, question, self.passages) and (
                 searches >= 2 or not shares_a_question_word(draft, question))
             if closed_options(question) or grounded or not options:
-                yield from self._guided_answer(question, "", "", answer=draft)
+                # The draft decides when to stop; the final answer is read by quote where that is on.
+                final = draft if closed_options(question) or not self._quotes else None
+                yield from self._guided_answer(question, "", "", answer=final)
                 return
             yield ExecutorThought(self.run_id, turn=turn, text=f"Draft answer {draft!r} is not stated in the results yet; searching on.")
             must_search = True
@@ -401,14 +403,20 @@ class ExecutorSession:
     def _reads_conversation(self) -> bool:
         return self._sees_every_result() and bool(self.passages)
 
-    def read_answer(self, question: str) -> Generator[Event, None, str]:
+    @property
+    def _quotes(self) -> bool:
+        return self.read_by_quote and not self.model.traits.small
+
+    def read_answer(self, question: str, *, draft: bool = False) -> Generator[Event, None, str]:
         """The answer read from the evidence alone, as a short span. A closed question ("A or B?",
         "Between A and B, ...", a yes/no question) is answered by a constrained choice among its options;
         a larger model first copies each named option's fact, and a comparison of dates or amounts is
         then decided from those facts (backend.comparison). Yes/no questions get no facts: on 16 `train`
-        ones the facts changed nothing (11 right with them, 12 without). With `read_by_quote` (off by
-        default) a larger model copies the sentence that states an open question's answer first: on 100
-        `train` bridge questions exact match rose from 32% to 39% but containment only from 50% to 51%."""
+        ones the facts changed nothing (11 right with them, 12 without). With `read_by_quote`
+        (agent.read_by_quote) a larger model copies the sentence that states an open question's answer
+        first: on 100 `train` bridge questions exact match rose from 32% to 39%, containment from 50% to
+        51%. A `draft` (a guided turn's "is the answer found yet?") is read plain: a quoted draft tends
+        to be the first hop's sentence, which the results state, so the search stopped one hop short."""
         options = closed_options(question)
         if options:
             prefill = prompts.CHOICE_PREFILL
@@ -436,7 +444,7 @@ class ExecutorSession:
             )
             return choice.label
         prefill = prompts.ANSWER_PREFILL
-        if self.read_by_quote and not self.model.traits.small:
+        if self._quotes and not draft:
             messages = self._reader_messages(question, prompts.quote_ask(
                 question, from_conversation=self._reads_conversation()))
             quote = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=prompts.QUOTE_PREFILL).text

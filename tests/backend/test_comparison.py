@@ -4,12 +4,13 @@ wiki search, scripted model outputs)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
 
 from backend.comparison import Comparison, comparison_of, decide, first_date, first_number
-from backend.events import ExecutorThought, Recovery
+from backend.events import AnswerReady, ExecutorThought, Recovery, ToolCalled
 from backend.executor import ExecutorSession
 from backend.metering import RunMeter
 from backend.prompts.executor import CHOICE_PREFILL
@@ -133,3 +134,23 @@ def test_an_open_question_read_by_quote_answers_with_the_quoted_line_in_view(lar
     plain = larger_model_class("executor", [" Great Exuma"])
     answer, events, _ = read(plain, shared_tools, question, ["Fyre Festival"])
     assert answer == "Great Exuma" and not any(isinstance(e, ExecutorThought) for e in events)
+
+
+def test_a_guided_draft_is_read_plain_and_the_final_answer_by_quote(larger_model_class, shared_tools):
+    # The quoted sentence of a first search is often the first hop's ("charged ... in Manhattan"), which
+    # the results state: read by quote, that draft would end the search one hop short.
+    question = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+    quote = " The Fyre Festival was a music festival scheduled to take place on the Bahamian island of Great Exuma."
+    model = larger_model_class("executor", ["Billy McFarland", "Fyre Festival", "Fyre Festival", "Great Exuma",
+                                                  quote, " Great Exuma"])
+    session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True, read_by_quote=True)
+    session.start(question, [])
+    events = list(session.run(question, max_turns=4, deadline=time.monotonic() + 60))
+    assert [e.arguments["query_list"][0] for e in events if isinstance(e, ToolCalled)] == ["Billy McFarland", "Fyre Festival"]
+    answer = next(e for e in events if isinstance(e, AnswerReady))
+    assert answer.text == "Great Exuma"
+    # Both drafts ("Fyre Festival", the question's own entity, then "Great Exuma") were read plain; only
+    # the final answer by quote.
+    answer_prefills = [p for p in model.prefills if p.endswith(("Answer:", "Sentence:"))]
+    assert answer_prefills == ["Answer:", "Answer:", "Sentence:", "Sentence: " + quote.strip() + "\nAnswer:"]
+    assert any(isinstance(e, ExecutorThought) and e.text == "Sentence:" + quote for e in events)

@@ -33,6 +33,17 @@ def test_roles_can_point_at_their_own_servers(tmp_path):
     assert config.role("judge").backend == "llamacpp"
 
 
+def test_the_quote_reader_is_on_by_default_and_can_be_switched_off(tmp_path):
+    from backend.episode import EpisodeSettings
+
+    larger = ModelTraits(small=False, executor_turns=4)
+    assert EpisodeSettings.from_config(load_config(environ={}), larger).read_by_quote
+    off = load_config(write(tmp_path, ""), environ={"MIA_AGENT_READ_BY_QUOTE": "false"})
+    assert not EpisodeSettings.from_config(off, larger).read_by_quote
+    with pytest.raises(ConfigError, match="agent.read_by_quote"):
+        load_config(write(tmp_path, '[agent]\nread_by_quote = "sometimes"\n'), environ={})
+
+
 def test_environment_overrides_the_file(tmp_path):
     path = write(tmp_path, "[agent]\nmax_turns = 5\n")
     config = load_config(path, environ={"MIA_AGENT_MAX_TURNS": "3", "MIA_JUDGE_MAX_NEW_TOKENS": "64"})
