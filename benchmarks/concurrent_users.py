@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from backend.agent import RunRequest  # noqa: E402
 from backend.config import REPO_ROOT, load_config  # noqa: E402
+from backend.runtime import make_chat_model  # noqa: E402
 from backend.events import AnswerReady, RunFinished  # noqa: E402
 from backend.eval.runner import open_eval_runtime  # noqa: E402
 
@@ -48,10 +49,14 @@ def main() -> None:
     if len(questions) < args.users:
         parser.error(f"{args.data} has no {args.users} questions from row {args.offset}; lower --offset.")
     scratch = tempfile.TemporaryDirectory(prefix="mia-users-")  # memories and run logs stay out of .mia
-    runtime = open_eval_runtime(load_config(), Path(scratch.name), progress=False)
+    config = load_config()
+    runtime = open_eval_runtime(config, Path(scratch.name), progress=False)
     try:
         ask(runtime, "Who wrote Kiss and Tell?", args.method, "bench-warmup")  # loads and warms the model
+        executor = make_chat_model(config, "executor", progress=False)  # the loaded, shared model
+        before = cache_stats(executor)
         alone = [ask(runtime, q, args.method, f"bench-alone-{i}") for i, q in enumerate(questions)]
+        between = cache_stats(executor)
         together: list[dict | None] = [None] * len(questions)
 
         def user(index: int) -> None:
@@ -64,6 +69,7 @@ def main() -> None:
         for thread in threads:
             thread.join()
         wall = time.perf_counter() - started
+        after = cache_stats(executor)
     finally:
         runtime.close()
         scratch.cleanup()
@@ -76,6 +82,17 @@ def main() -> None:
     print(f"\nmedian alone {statistics.median(r['seconds'] for r in alone):.1f} s, "
           f"median at once {statistics.median(r['seconds'] for r in together):.1f} s; "
           f"all finished: {all(r['finished'] for r in alone + together)}")
+    if before is not None:
+        for label, start, end in (("one at a time", before, between), ("at once", between, after)):
+            read = end["prompt_tokens"] - start["prompt_tokens"]
+            cached = end["cached_tokens"] - start["cached_tokens"]
+            print(f"prompt tokens {label}: {read:,}, {cached:,} of them from the cache ({cached / max(read, 1):.0%})")
+
+
+def cache_stats(model) -> dict[str, int] | None:
+    """A llama.cpp model's prompt-cache counters; None for a backend that keeps none."""
+    stats = getattr(model, "cache_stats", None)
+    return stats() if stats else None
 
 
 if __name__ == "__main__":

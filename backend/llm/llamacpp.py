@@ -6,6 +6,9 @@ each with its own KV cache. A call takes the free slot whose cached tokens share
 prefix with its prompt and pays only for the tokens after that prefix, so an Executor's next turn
 (the same conversation plus one turn) re-reads nothing. Calls from several users run in different
 slots at once and all make progress; one more caller than slots waits for the first to finish.
+The slots take turns at the CPU: each decode step (a prompt chunk or one generated token) passes a
+first-come gate that lets as many steps compute at once as the cores hold `threads`-thread steps,
+so several users' calls interleave step by step instead of oversubscribing the cores.
 
 Message text is tokenised without special tokens, so a passage containing "<|im_end|>" stays
 text: only the chat template's own markup becomes control tokens.
@@ -82,6 +85,32 @@ class _SlotPool:
             self._ready.notify()
 
 
+class _ComputeGate:
+    """At most `width` holders at once, admitted in the order they asked. A plain semaphore lets the
+    thread that just released take it straight back, so one user's token loop would starve the rest."""
+
+    def __init__(self, width: int) -> None:
+        self._free = width
+        self._waiting: list[threading.Event] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return
+            turn = threading.Event()
+            self._waiting.append(turn)
+        turn.wait()  # the releasing holder handed its place to this waiter
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            if self._waiting:
+                self._waiting.pop(0).set()
+            else:
+                self._free += 1
+
+
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = min(len(a), len(b))
     for i in range(n):
@@ -137,6 +166,8 @@ class LlamaCppChatModel(InProcessChatModel):
             raise LLMError(f"llama.cpp could not load {gguf_path} ({exc}); check that it is a complete GGUF file.") from None
         self.gguf_path = gguf_path
         self.threads = threads
+        # Shared with adapter siblings (copy.copy): they compute on the same cores.
+        self._compute = _ComputeGate(max(1, (os.cpu_count() or 1) // threads))
         self.repetition_penalty = repetition_penalty
         self.context_length = context_tokens
         self.batch_tokens = batch_tokens
@@ -319,7 +350,8 @@ class LlamaCppChatModel(InProcessChatModel):
         for start in range(0, len(new), self.batch_tokens):
             chunk = new[start:start + self.batch_tokens]
             slot.batch.set_batch(batch=chunk, n_past=len(slot.tokens), logits_all=all_new)
-            slot.context.decode(slot.batch)
+            with self._compute:
+                slot.context.decode(slot.batch)
             slot.tokens.extend(chunk)
             if all_new:
                 rows += [self._logits(slot, i) for i in range(len(chunk))]

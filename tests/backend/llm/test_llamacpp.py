@@ -4,12 +4,13 @@ tokenizer, real chat template, real decoding, prefix caches and slots."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
 from backend.llm.base import ChatModel, Completion, LLMError
 from backend.llm.gguf_import import default_gguf_path, load_gguf_tokenizer
-from backend.llm.llamacpp import LlamaCppChatModel, get_llamacpp_model
+from backend.llm.llamacpp import LlamaCppChatModel, _ComputeGate, get_llamacpp_model
 
 CHAT = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name three colours."}]
 
@@ -140,3 +141,44 @@ def test_a_prompt_that_continues_no_cache_does_not_evict_a_conversation(model):
     follow_up = conversation + [{"role": "assistant", "content": first.text},
                                 {"role": "user", "content": "And which sea does the delta meet?"}]
     assert model.generate(follow_up, max_new_tokens=4).cached_tokens >= first.prompt_tokens - 1
+
+
+def test_the_compute_gate_admits_its_width_at_once_and_waiters_in_the_order_they_came():
+    gate = _ComputeGate(1)
+    admitted: list[int] = []
+    gate.__enter__()  # held by this thread
+    waiters = []
+    for index in range(3):
+        thread = threading.Thread(target=lambda i=index: (gate.__enter__(), admitted.append(i), gate.__exit__()))
+        thread.start()
+        waiters.append(thread)
+        while len(gate._waiting) < index + 1:  # each is queued before the next starts
+            time.sleep(0.001)
+    assert admitted == []
+    gate.__exit__()
+    for thread in waiters:
+        thread.join(timeout=10)
+    assert admitted == [0, 1, 2]
+    wide = _ComputeGate(2)
+    wide.__enter__()
+    entered = threading.Event()
+    threading.Thread(target=lambda: (wide.__enter__(), entered.set()), daemon=True).start()
+    assert entered.wait(timeout=10), "a gate two wide kept a second holder out"
+
+
+def test_a_holder_that_releases_and_asks_again_goes_behind_the_waiter():
+    """One user's token loop releases the gate and asks again at once; the other user must get the
+    next turn, or the first would hold the cores for its whole generation."""
+    gate = _ComputeGate(1)
+    order: list[str] = []
+    gate.__enter__()
+    other = threading.Thread(target=lambda: (gate.__enter__(), order.append("other"), gate.__exit__()))
+    other.start()
+    while not gate._waiting:
+        time.sleep(0.001)
+    gate.__exit__()
+    gate.__enter__()
+    order.append("looper")
+    gate.__exit__()
+    other.join(timeout=10)
+    assert order == ["other", "looper"]
