@@ -39,7 +39,8 @@ class RoleConfig:
     model_file: str = ""  # llamacpp: a GGUF file; empty = Qwen2.5-Coder-1.5B-Instruct assembled from its wheels
     threads: int = 0  # llamacpp: CPU threads; 0 = every core
     context_tokens: int = 4096  # llamacpp: context of each slot
-    slots: int = 3  # llamacpp: contexts (KV caches) over the one model: calls that run at once, each with its prefix cache
+    slots: int = 4  # llamacpp: contexts (KV caches) over the one model: calls that run at once, each with its prefix cache;
+    # four users' conversations each keep a cache (benchmarks/concurrent_users.py: 3 slots made them evict each other)
     repetition_penalty: float = 1.1  # on the model's own output (1.0 = off); served: vLLM's repetition_penalty
     small: str = "auto"  # treat the model as small (guided turns, tighter limits, overlap rule): auto = as the model declares
     model_dir: str = ""  # embedded: a transformers folder; empty = the prepared SmolLM2

@@ -135,7 +135,7 @@ class LlamaCppChatModel(InProcessChatModel):
         name: str | None = None,
         threads: int = 0,
         context_tokens: int = 4096,
-        slots: int = 3,
+        slots: int = 4,
         batch_tokens: int = 256,
         repetition_penalty: float = 1.1,
         small: bool | None = None,
