@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from backend.agent import RunRequest  # noqa: E402
 from backend.config import REPO_ROOT, load_config  # noqa: E402
-from backend.runtime import make_chat_model  # noqa: E402
 from backend.events import AnswerReady, RunFinished  # noqa: E402
 from backend.eval.runner import open_eval_runtime  # noqa: E402
 
@@ -49,11 +48,10 @@ def main() -> None:
     if len(questions) < args.users:
         parser.error(f"{args.data} has no {args.users} questions from row {args.offset}; lower --offset.")
     scratch = tempfile.TemporaryDirectory(prefix="mia-users-")  # memories and run logs stay out of .mia
-    config = load_config()
-    runtime = open_eval_runtime(config, Path(scratch.name), progress=False)
+    runtime = open_eval_runtime(load_config(), Path(scratch.name), progress=False)
     try:
         ask(runtime, "Who wrote Kiss and Tell?", args.method, "bench-warmup")  # loads and warms the model
-        executor = make_chat_model(config, "executor", progress=False)  # the loaded, shared model
+        executor = runtime.agent.models["executor"]  # the loaded model every role shares
         before = cache_stats(executor)
         alone = [ask(runtime, q, args.method, f"bench-alone-{i}") for i, q in enumerate(questions)]
         between = cache_stats(executor)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -91,7 +92,7 @@ class _ComputeGate:
 
     def __init__(self, width: int) -> None:
         self._free = width
-        self._waiting: list[threading.Event] = []
+        self._waiting: deque[threading.Event] = deque()
         self._lock = threading.Lock()
 
     def __enter__(self) -> None:
@@ -106,7 +107,7 @@ class _ComputeGate:
     def __exit__(self, *exc) -> None:
         with self._lock:
             if self._waiting:
-                self._waiting.pop(0).set()
+                self._waiting.popleft().set()
             else:
                 self._free += 1
 
@@ -156,7 +157,8 @@ class LlamaCppChatModel(InProcessChatModel):
                 "about 10 minutes) or set the roles' backend to \"embedded\" (SmolLM2) or \"openai\"."
             ) from None
         self._llama_cpp = llama_cpp
-        threads = threads or os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+        threads = threads or cores
         try:
             self._llama = Llama(
                 model_path=str(gguf_path), n_ctx=context_tokens, n_batch=batch_tokens, n_ubatch=batch_tokens,
@@ -167,7 +169,7 @@ class LlamaCppChatModel(InProcessChatModel):
         self.gguf_path = gguf_path
         self.threads = threads
         # Shared with adapter siblings (copy.copy): they compute on the same cores.
-        self._compute = _ComputeGate(max(1, (os.cpu_count() or 1) // threads))
+        self._compute = _ComputeGate(max(1, cores // threads))
         self.repetition_penalty = repetition_penalty
         self.context_length = context_tokens
         self.batch_tokens = batch_tokens
