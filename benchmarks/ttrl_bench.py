@@ -3,9 +3,10 @@ background while the app keeps answering, then evaluate the first and the last P
 with the evaluation harness on the same `dev` questions.
 
     .venv/bin/python benchmarks/ttrl_bench.py --signals 12 --dev-limit 10          # about 1-2 hours on 2 cores
-    .venv/bin/python benchmarks/ttrl_bench.py --signals 100 --dev-limit 50         # the full measurement
+    .venv/bin/python benchmarks/ttrl_bench.py --signals 100 --dev-limit 50         # the full measurement (about 12 hours here)
 
-Phase 1 (one process, the app's real runtime on the embedded SmolLM2): the learner's background
+Phase 1 (one process, the app's real runtime on the configured roles, by default Qwen2.5-Coder-1.5B
+on llama.cpp, with BM25 search and 2 Executor turns): the learner's background
 worker processes the signals (n plans each, GRPO update every `signals_per_update`, canary) while
 this script asks probe questions through the agent, as a user would; each probe's latency is
 labelled with what the learner was doing meanwhile. Phase 2: `python -m backend.eval` with the
@@ -78,12 +79,17 @@ def learn(args, out: Path) -> dict:
     from backend.config import load_config
     from backend.eval.datasets import load_questions
     from backend.runtime import build_runtime
-    from training.ttrl.live import build_learner
+    from training.ttrl.live import build_learner, planner_base_dir
     from training.ttrl.stream import submit_new
 
     config = load_config()
+    # A llama.cpp Planner trains on a transformers copy of its GGUF: dequantised once into the app's
+    # own model folder (about 7 GB, minutes here) and shared with the app, not redone per run folder.
+    base_model_dir = config.ttrl.base_model_dir or (
+        str(planner_base_dir(config)) if config.role("planner").backend == "llamacpp" else "")
     config = replace(config, data_dir=out / "app", memory_url="",
-                     ttrl=replace(config.ttrl, enabled=True, signals_per_update=args.signals_per_update,
+                     ttrl=replace(config.ttrl, enabled=True, base_model_dir=base_model_dir,
+                                  signals_per_update=args.signals_per_update,
                                   rollouts_per_signal=args.rollouts, rollouts_per_hour=100_000, poll_seconds=1.0))
     runtime = build_runtime(config, progress=False)
     learner = build_learner(runtime)
