@@ -71,6 +71,7 @@ class AgentConfig:
     guided_actions: str = "auto"  # "auto" (as the Executor's model declares: on for local models), "on" or "off"
     read_by_quote: bool = True  # a larger Executor copies the sentence that states an open answer before its final answer
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
+    strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
     unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
     count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
 

@@ -61,6 +61,7 @@ class EpisodeSettings:
     max_tokens: int = 0  # 0 = no limit
     memory_k: int = 2
     min_memory_similarity: float = 0.35
+    strategies_by_type: bool = False
     unverified_memory_weight: float = 0.0
     count_unverified_outcomes: bool = False
     sparse_memory_planner: str = "manager"
@@ -88,6 +89,7 @@ class EpisodeSettings:
             max_tokens=agent.max_tokens,
             memory_k=agent.memory_k,
             min_memory_similarity=agent.min_memory_similarity,
+            strategies_by_type=agent.strategies_by_type,
             unverified_memory_weight=agent.unverified_memory_weight,
             count_unverified_outcomes=agent.count_unverified_outcomes,
             sparse_memory_planner=agent.sparse_memory_planner,
@@ -119,6 +121,18 @@ class EpisodeOutcome:
     verdict: VerdictReady | None = None
     plan_steps: list[str] = field(default_factory=list)
     first_plan_step_count: int = 0
+
+
+def planner_memories(manager: Manager, question: str, namespace: str, caption: str | None,
+                     settings: EpisodeSettings) -> tuple[list[dict], list[dict]]:
+    """The successful and failed memories shown for a question, retrieved as `settings` say (the app's
+    episodes and test-time rollouts alike)."""
+    s = settings
+    found = manager.retrieve(question, namespace, caption, s.memory_k, min_similarity=s.min_memory_similarity,
+                             unverified_weight=s.unverified_memory_weight, scoring=s.memory_scoring,
+                             fill_by_type=s.strategies_by_type)
+    return ([memory_to_dict(m, s.min_memory_similarity) for m in found.successful],
+            [memory_to_dict(m, s.min_memory_similarity) for m in found.failed])
 
 
 class EpisodeLoop:
@@ -188,10 +202,7 @@ class EpisodeLoop:
 
     def _retrieve(self, episode: EpisodeInput, manager: Manager | None, caption: str | None) -> tuple[list[dict], list[dict]]:
         s = self.settings
-        found = manager.retrieve(episode.question, episode.namespace, caption, s.memory_k,
-                                 min_similarity=s.min_memory_similarity, unverified_weight=s.unverified_memory_weight,
-                                 scoring=s.memory_scoring)
-        return [memory_to_dict(m) for m in found.successful], [memory_to_dict(m) for m in found.failed]
+        return planner_memories(manager, episode.question, episode.namespace, caption, s)
 
     def _first_planner(self, planner: Planner, successful: list[dict], failed: list[dict]) -> Planner:
         """As in the reference: until memory can show k of each, the Manager's model plans."""

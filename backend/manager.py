@@ -17,6 +17,7 @@ from backend.answer_match import answer_contains, normalize_answer
 from backend.config import MemoryConfig
 from backend.evidence import closed_options, stating_sentence
 from backend.llm.base import ChatModel
+from backend.strategy import strategy_outline
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
 from memory_db.lifecycle import is_verified
 
@@ -70,10 +71,8 @@ def _quoted(items: list[str]) -> str:
     return ", ".join(f"'{i}'" for i in items)
 
 
-def workflow_summary(*, question: str, steps: list, passages: list[dict], answer: str, verdict: str,
-                     verified: bool, ground_truth: str | None = None, support: str | None = None) -> str:
-    """How the question was researched, from the run's own steps: each distinct search with what it
-    found, the sentence the answer rests on, and why the answer was (in)correct."""
+def distinct_searches(steps: list) -> list[dict]:
+    """The run's tool calls in order, each distinct call once: {"tool", "queries", "titles", "ok"}."""
     searches, seen = [], set()
     for step in steps:
         if not getattr(step, "tool", None):
@@ -84,8 +83,30 @@ def workflow_summary(*, question: str, steps: list, passages: list[dict], answer
         if key in seen:
             continue
         seen.add(key)
-        found = ", ".join(step.titles[:3]) or ("an error" if not step.ok else "nothing")
-        searches.append(f"{step.tool} {_quoted(queries)} found {found}")
+        searches.append({"tool": step.tool, "queries": queries, "titles": list(step.titles), "ok": bool(step.ok)})
+    return searches
+
+
+def workflow_record(*, steps: list, passages: list[dict], question: str, support: str | None,
+                    ground_truth: str | None) -> dict:
+    """The workflow as data, kept in a memory's provenance so that its strategy can be read back without
+    its entities (backend.strategy): each distinct search with the titles it found, the title of the
+    passage the answer rests on, and, with ground truth, whether any retrieved passage stated it."""
+    return {
+        "searches": [{**s, "titles": s["titles"][:5]} for s in distinct_searches(steps)],
+        "support_title": support.split(":", 1)[0].strip() if support else None,
+        "gold_retrieved": bool(stating_sentence(ground_truth, question, passages)) if ground_truth else None,
+    }
+
+
+def workflow_summary(*, question: str, steps: list, passages: list[dict], answer: str, verdict: str,
+                     verified: bool, ground_truth: str | None = None, support: str | None = None) -> str:
+    """How the question was researched, from the run's own steps: each distinct search with what it
+    found, the sentence the answer rests on, and why the answer was (in)correct."""
+    searches = []
+    for search in distinct_searches(steps):
+        found = ", ".join(search["titles"][:3]) or ("an error" if not search["ok"] else "nothing")
+        searches.append(f"{search['tool']} {_quoted(search['queries'])} found {found}")
     parts = ["Searched: " + "; then ".join(searches) + "." if searches else "No search was made."]
     if support:
         parts.append(f"The answer rests on: \"{support.rstrip('. ')}\".")
@@ -112,8 +133,15 @@ class Consolidation:
     summary_source: str  # "workflow" (composed from the run's steps) | "case" (memento: plan + outcome)
 
 
-def memory_to_dict(scored) -> dict:
+def memory_to_dict(scored, min_similarity: float | None = None) -> dict:
+    """A retrieved memory as events and prompts carry it. One less similar to the question than
+    `min_similarity` came from its question type (Manager.retrieve's `fill_by_type`) and carries its
+    `strategy`: the workflow without its entities (backend.strategy)."""
     m = scored.memory
+    provenance = m.provenance or {}
+    strategy = None
+    if min_similarity is not None and scored.similarity < min_similarity and provenance.get("workflow"):
+        strategy = strategy_outline(m.question, provenance["workflow"], str(provenance.get("answer") or ""), m.correct)
     return {
         "id": m.id,
         "question": m.question,
@@ -125,7 +153,9 @@ def memory_to_dict(scored) -> dict:
         "win_rate": round(m.win_rate, 3),
         "similarity": round(float(scored.similarity), 4),
         "score": round(float(scored.score), 4),
-        "trajectory": (m.provenance or {}).get("trajectory"),
+        "trajectory": provenance.get("trajectory"),
+        "question_type": m.question_type,
+        "strategy": strategy,
     }
 
 
@@ -153,13 +183,36 @@ class Manager:
 
     def retrieve(self, question: str, namespace: str, caption: str | None, k: int,
                  min_similarity: float | None = None, unverified_weight: float = 1.0,
-                 scoring: MemoryConfig = MemoryConfig()) -> ContrastiveMemories:
+                 scoring: MemoryConfig = MemoryConfig(), fill_by_type: bool = False) -> ContrastiveMemories:
         """The k best successful and failed memories, ranked with `scoring`'s weights (the config's
         [memory] section); a memory no ground truth or person verified has its score multiplied by
-        `unverified_weight` (0: never shown), so the Judge's opinion alone weighs less."""
+        `unverified_weight` (0: never shown), so the Judge's opinion alone weighs less. With
+        `fill_by_type`, places the relevance floor left empty go to the nearest memories of the same
+        question type and form (open, or closed: yes/no, A or B), whatever their similarity: they are
+        shown as strategies without their entities (memory_to_dict)."""
+        found = self._ranked(question, namespace, caption, k, min_similarity, unverified_weight, scoring)
+        if not fill_by_type or (len(found.successful) >= k and len(found.failed) >= k):
+            return found
+        closed = bool(closed_options(question))
+        shown = {m.memory.id for m in found.successful + found.failed}
+
+        def fits(item) -> bool:
+            return (item.memory.id not in shown and bool((item.memory.provenance or {}).get("workflow"))
+                    and bool(closed_options(item.memory.question)) == closed)
+
+        typed = self._ranked(question, namespace, caption, 4 * k, None, unverified_weight, scoring,
+                             question_type=self.classify(question))
+        return ContrastiveMemories(
+            successful=found.successful + [m for m in typed.successful if fits(m)][:k - len(found.successful)],
+            failed=found.failed + [m for m in typed.failed if fits(m)][:k - len(found.failed)],
+        )
+
+    def _ranked(self, question, namespace, caption, k, min_similarity, unverified_weight, scoring,
+                question_type: str | None = None) -> ContrastiveMemories:
         wide = k if unverified_weight >= 1.0 else 4 * k
         found = self.store.search_contrastive(question, namespace=namespace, caption=caption, k=wide,
-                                              min_similarity=min_similarity, **scoring_weights(scoring))
+                                              min_similarity=min_similarity, question_type=question_type,
+                                              **scoring_weights(scoring))
         if unverified_weight >= 1.0:
             return found
 
@@ -223,7 +276,9 @@ class Manager:
                 namespace=namespace,
                 caption=caption,
                 question_type=self.classify(question),
-                provenance={**provenance, "summary_source": source},
+                provenance={**provenance, "summary_source": source,
+                            "workflow": workflow_record(steps=steps, passages=passages, question=question,
+                                                        support=support, ground_truth=provenance.get("ground_truth"))},
             ),
             keep_contrast=keep_contrast,
         )

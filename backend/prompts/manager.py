@@ -29,8 +29,14 @@ def caption_messages(image: str) -> list[dict]:
     return [{"role": "user", "content": CAPTION_TURN, "image": image}]
 
 
+# A memory of another question of the same type, shown by how it was researched, without its names.
+STRATEGY_LINE = "{i}. ({verdict}) An earlier {kind} question, names left out: {strategy}"
+
+
 def format_memories(successful: list[dict], failed: list[dict], max_chars: int = 400) -> str:
-    """Contrastive memories for the Planner: strategies that worked, then lessons from failures."""
+    """Contrastive memories for the Planner: strategies that worked, then lessons from failures. A
+    memory that carries a `strategy` (one of the question's type, below the relevance floor) is shown
+    by it alone."""
 
     def block(title: str, items: list[dict]) -> str:
         if not items:
@@ -40,6 +46,10 @@ def format_memories(successful: list[dict], failed: list[dict], max_chars: int =
             verdict = "correct" if item.get("correct") else "incorrect"
             if not item.get("verified", True):
                 verdict += ", unverified"
+            if item.get("strategy"):
+                lines.append(STRATEGY_LINE.format(i=i, verdict=verdict, kind=item.get("question_type") or "other",
+                                                  strategy=item["strategy"][:max_chars]))
+                continue
             summary = (item.get("summary") or "")[:max_chars]
             caption = f" Image: {item['caption']}." if item.get("caption") else ""
             lines.append(f"{i}. ({verdict}) Q: {item.get('question', '')}{caption} How: {summary}")

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from backend.config import PlannerRewardConfig
 from backend.llm.base import ChatModel
-from backend.manager import Manager, memory_to_dict
+from backend.episode import planner_memories
+from backend.manager import Manager
 from backend.prompts.manager import format_memories
 from backend.tools.base import Tool
 from training.episode import Episode, EpisodeSettings, run_episode
@@ -111,9 +112,5 @@ def consolidate(signal: Signal, rollouts: list[ScoredRollout], *, manager: Manag
 
 def memory_context(manager: Manager, signal: Signal, settings: EpisodeSettings) -> tuple[str, list[str]]:
     """The Planner's contrastive memories for the signal's question, retrieved as the app retrieves them."""
-    found = manager.retrieve(signal.question, signal.namespace, None, settings.memory_k,
-                             min_similarity=settings.min_memory_similarity,
-                             unverified_weight=settings.unverified_memory_weight, scoring=settings.memory_scoring)
-    successful = [memory_to_dict(m) for m in found.successful]
-    failed = [memory_to_dict(m) for m in found.failed]
+    successful, failed = planner_memories(manager, signal.question, signal.namespace, None, settings)
     return format_memories(successful, failed), [m["id"] for m in successful + failed]
