@@ -63,9 +63,11 @@ def strategy_outline(question: str, workflow: dict, answer: str, correct: bool) 
         earlier: list[list[str]] = []
         origins = []
         for search in searches:
-            origins.append(f"{search.get('tool', 'search')} for {query_origin(str(search['queries'][0]), question, earlier)}")
+            origin = query_origin(str(search["queries"][0]), question, earlier)
+            tool = search.get("tool") or "search"
+            origins.append(origin if tool == "search" else f"{origin} (with {tool})")
             earlier.append([str(t) for t in search.get("titles") or []])
-        moves = "searched " + ", then ".join(origins)
+        moves = "searched for " + ", then for ".join(origins)
     held = _search_holding(workflow.get("support_title"), searches)
     parts = [moves]
     if correct:

@@ -28,7 +28,7 @@ def test_the_outline_describes_searches_by_where_their_queries_came_from_and_nam
     }
     workflow["searches"][0]["titles"].append("Mira Okafor")  # the first search's results named the director
     right = strategy_outline(BRIDGE, workflow, "1961", correct=True)
-    assert right == ("searched search for a name from the question, then search for a name the first search found; "
+    assert right == ("searched for a name from the question, then for a name the first search found; "
                      "the answer was stated in the first search's results; it was right.")
 
     wrong = strategy_outline(BRIDGE, {**workflow, "searches": workflow["searches"][:1], "gold_retrieved": False,
@@ -85,7 +85,7 @@ def test_a_same_type_memory_below_the_floor_is_shown_as_its_strategy_only_when_a
     shown = next(e for e in events if isinstance(e, MemoriesRetrieved))
     assert [m["id"] for m in shown.failed] == [stored.id] and shown.successful == []
     lesson = shown.failed[0]["strategy"]
-    assert lesson.startswith("searched search for a name from the question")
+    assert lesson.startswith("searched for a name from the question")
     plan_prompt = planner.prompts[0][-1]["content"]
     assert "An earlier time question, names left out: " + lesson in plan_prompt
     assert "Night Harbour" not in plan_prompt  # neither its question nor its pages reach the Planner
