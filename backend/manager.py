@@ -187,7 +187,7 @@ class Manager:
         """The k best successful and failed memories, ranked with `scoring`'s weights (the config's
         [memory] section); a memory no ground truth or person verified has its score multiplied by
         `unverified_weight` (0: never shown), so the Judge's opinion alone weighs less. With
-        `fill_by_type`, places the relevance floor left empty go to the nearest memories of the same
+        `fill_by_type`, places the relevance floor left empty go to the best-ranked memories of the same
         question type and form (open, or closed: yes/no, A or B), whatever their similarity: they are
         shown as strategies without their entities (memory_to_dict)."""
         found = self._ranked(question, namespace, caption, k, min_similarity, unverified_weight, scoring)
