@@ -4,6 +4,7 @@ prompt it was shown so tests can assert on what the model read."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import deque
 from typing import Iterator, Sequence
@@ -45,3 +46,13 @@ class ScriptedChatModel:
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+
+def tool_call_turn(name: str, **arguments) -> str:
+    """An Executor turn that calls a tool, as the protocol writes it."""
+    return f"<think>next step</think><tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def answer_turn(text: str) -> str:
+    """An Executor turn that answers."""
+    return f"<think>enough evidence</think><answer>{text}</answer>"

@@ -3,7 +3,6 @@ relevance floor left empty, and the Planner is shown how it was researched witho
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from backend.agent import ResearchAgent, RunRequest
@@ -11,6 +10,7 @@ from backend.events import MemoriesRetrieved, MemoryStored
 from backend.runlog import RunLog
 from backend.strategy import query_origin, strategy_outline
 from memory_db import MemoryStore
+from tests.backend.scripted_model import answer_turn as answer, tool_call_turn as call
 
 BRIDGE = "What year was the director of the film Night Harbour born?"
 OTHER_TIME = "In what year did the composer of the opera Glass Orchard die?"
@@ -45,14 +45,6 @@ def test_query_origins():
     assert query_origin("Night Harbour", BRIDGE, []) == "a name from the question"
     assert query_origin("Mira Okafor birth", BRIDGE, earlier) == "a name the first search found"
     assert query_origin("lighthouse keepers guild", BRIDGE, earlier) == "words of its own"
-
-
-def call(name: str, **arguments) -> str:
-    return f"<think>next step</think><tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
-
-
-def answer(text: str) -> str:
-    return f"<think>enough evidence</think><answer>{text}</answer>"
 
 
 def test_a_same_type_memory_below_the_floor_is_shown_as_its_strategy_only_when_asked_for(

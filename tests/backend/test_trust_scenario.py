@@ -4,7 +4,6 @@ asked again, an unrelated memory is not shown, and every verdict says how it was
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from app.render import event_to_text
@@ -14,17 +13,10 @@ from backend.feedback import FeedbackQueue, submit_feedback
 from backend.judge import Judge
 from backend.runlog import RunLog
 from memory_db import MemoryStore
+from tests.backend.scripted_model import answer_turn as answer, tool_call_turn as call
 
 MAGAZINE = "Which magazine was started first, Arthur's Magazine or First for Women?"
 FILM = "Were Scott Derrickson and Ed Wood of the same nationality?"
-
-
-def call(name: str, **arguments) -> str:
-    return f"<think>next step</think><tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
-
-
-def answer(text: str) -> str:
-    return f"<think>enough evidence</think><answer>{text}</answer>"
 
 
 def test_a_wrong_answer_the_judge_liked_stays_unverified_and_a_persons_word_stays(
