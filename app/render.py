@@ -94,6 +94,8 @@ def _event_lines(event: Event) -> str:
         for label, items in (("+", event.successful), ("-", event.failed)):
             for m in items:
                 lines.append(f"  {label} [{m['id'][:8]}] win {m['win_rate']:.2f} score {m['score']:.2f}: {m['question']}")
+                if m.get("strategy"):
+                    lines.append(f"      shown as its strategy, names left out: {m['strategy']}")
         return "\n".join(lines)
     if isinstance(event, PlanReady):
         title = "Plan" if event.revision == 0 else f"Supplementary plan (reflection {event.revision})"
@@ -474,8 +476,10 @@ class RunTranscript:
             lines = []
             for label, items in (("successful strategy", item.successful), ("failure lesson", item.failed)):
                 for x in items:
+                    shown = (f"shown as its strategy, names left out: {h(x['strategy'])}" if x.get("strategy")
+                             else h(str(x['summary'])[:300]))
                     lines.append(f"<li>{label} {memory_anchor(x['id'])} (win rate {x['win_rate']:.2f}, score "
-                                 f"{x['score']:.2f}): {h(x['question'])}: {h(str(x['summary'])[:300])}</li>")
+                                 f"{x['score']:.2f}): {h(x['question'])}: {shown}</li>")
             body = f"<ul>{''.join(lines)}</ul>" if lines else "<p>No memories yet for this kind of question.</p>"
             return self._details("memories", self._key("memories"),
                                  f"🧠 Memories: {len(item.successful)} successful, {len(item.failed)} failed", body)
