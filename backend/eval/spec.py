@@ -208,6 +208,8 @@ def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
         for key in ("data", "warm_from"):
             previous[key] = _recorded_path(previous.get(key))
         previous.setdefault("memory_from", None)  # folders from before the option
+        if isinstance(previous.get("agent"), dict):  # folders from before the setting ran without it
+            previous["agent"].setdefault("strategies_by_type", False)
         differences = [
             key for key in manifest if key not in _MAY_CHANGE and previous.get(key) != manifest[key]
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -70,6 +71,20 @@ def test_a_committed_result_folder_resumes_from_another_checkout(smoke_results, 
 
     with pytest.raises(EvalError, match="data: was 'data/hotpotqa/dev.jsonl', now 'data/hotpotqa/train.jsonl'"):
         check_or_write_manifest(EvalSpec(data=TRAIN, method="none", out_dir=out_dir), eval_config)
+
+
+def test_a_folder_from_before_strategies_by_type_resumes_as_run_without_them(smoke_results, eval_config, tmp_path):
+    out_dir = copy_folder(smoke_results["none"][0], tmp_path / "none")
+    manifest_path = out_dir / "eval.json"
+    old = json.loads(manifest_path.read_text())
+    del old["agent"]["strategies_by_type"]
+    manifest_path.write_text(json.dumps(old), encoding="utf-8")
+    check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)
+
+    manifest_path.write_text(json.dumps(old), encoding="utf-8")
+    with_strategies = replace(eval_config, agent=replace(eval_config.agent, strategies_by_type=True))
+    with pytest.raises(EvalError, match="holds another evaluation .*agent"):
+        check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), with_strategies)
 
 
 def test_bad_options_are_refused_with_a_sentence(tmp_path):
