@@ -32,12 +32,12 @@ def _ordinal(index: int) -> str:
 def query_origin(query: str, question: str, earlier_titles: list[list[str]]) -> str:
     """Where a search's query came from: a name an earlier search found, the question itself, words of
     the question, or words of its own."""
+    words, asked = _content_words(query), _content_words(question)
     for index, titles in enumerate(earlier_titles):
         for title in titles:
             title_words = _content_words(title)
-            if title_words and title_words <= _content_words(query) and not title_words <= _content_words(question):
+            if title_words and title_words <= words and not title_words <= asked:
                 return f"a name the {_ordinal(index)} search found"
-    words, asked = _content_words(query), _content_words(question)
     if not words:
         return "an empty query"
     shared = len(words & asked) / len(words)
