@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+from collections import Counter
 from pathlib import Path
 
 from backend.eval.losses import CAUSES, LossBreakdown, loss_breakdown, read_labels
@@ -18,6 +20,7 @@ log = logging.getLogger(__name__)
 COMPARE_MD = "compare.md"
 CURVE_PNG = "learning_curve.png"
 ROLLING_WINDOW = 20  # questions in the rolling accuracy of the plot's second panel
+_SETTING_SECTIONS = ("agent", "search")  # the manifest's settings that name an evaluation apart
 
 
 def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None,
@@ -36,6 +39,8 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None,
         if not rows:
             raise EvalError(f"{folder} has no result rows yet; run the evaluation before comparing it.")
         entries.append((folder, manifest, summarize(rows), rows))
+    for (folder, manifest, _, _), label in zip(entries, distinct_labels([(f, m) for f, m, _, _ in entries])):
+        manifest["label"] = label
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plotted = plot_learning_curves([(m["label"], [r.correct for r in rows]) for _, m, _, rows in entries],
@@ -58,6 +63,27 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None,
     path = out_dir / COMPARE_MD
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def distinct_labels(evaluations: list[tuple[Path, dict]]) -> list[str]:
+    """How the report names each evaluation: its own label, plus each agent or search setting it ran
+    with that differs from the first (the reference), so that two runs of one method apart only in a
+    setting do not read alike; labels still alike get their folder's name."""
+    reference = evaluations[0][1]
+    labels = []
+    for _, manifest in evaluations:
+        differences = [
+            f"{section}.{key} = {json.dumps(value)}"
+            for section in _SETTING_SECTIONS
+            for key, value in sorted(manifest.get(section, {}).items())
+            if key in reference.get(section, {}) and reference[section][key] != value
+        ]
+        if manifest.get("models") != reference.get("models"):
+            differences.append("other models")
+        labels.append(manifest["label"] + (f" [{', '.join(differences)}]" if differences else ""))
+    counts = Counter(labels)
+    return [f"{label} ({folder.name})" if counts[label] > 1 else label
+            for (folder, _), label in zip(evaluations, labels)]
 
 
 def paired_table(entries: list[tuple[Path, dict, dict, list[EvalRow]]]) -> list[str]:

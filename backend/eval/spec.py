@@ -205,11 +205,9 @@ def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
             previous = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise EvalError(f"{path} is damaged ({exc.msg}); use a new --out folder.") from None
+        previous = with_later_defaults(previous)
         for key in ("data", "warm_from"):
             previous[key] = _recorded_path(previous.get(key))
-        previous.setdefault("memory_from", None)  # folders from before the option
-        if isinstance(previous.get("agent"), dict):  # folders from before the setting ran without it
-            previous["agent"].setdefault("strategies_by_type", False)
         differences = [
             key for key in manifest if key not in _MAY_CHANGE and previous.get(key) != manifest[key]
         ]
@@ -228,4 +226,13 @@ def read_manifest(out_dir: Path) -> dict:
     path = Path(out_dir) / MANIFEST_FILE
     if not path.is_file():
         raise EvalError(f"{out_dir} is not an evaluation folder (no {MANIFEST_FILE}); run `python -m backend.eval` into it first.")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return with_later_defaults(json.loads(path.read_text(encoding="utf-8")))
+
+
+def with_later_defaults(manifest: dict) -> dict:
+    """A manifest written before an option or setting existed, as the evaluation it records: it ran
+    without that option (no --memory-from) and with the setting off (strategies_by_type)."""
+    manifest.setdefault("memory_from", None)
+    if isinstance(manifest.get("agent"), dict):
+        manifest["agent"].setdefault("strategies_by_type", False)
+    return manifest

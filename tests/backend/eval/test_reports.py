@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 
 from backend.eval.__main__ import main
 from backend.eval.compare import COMPARE_MD, CURVE_PNG, compare
@@ -114,3 +115,25 @@ def test_compare_can_cut_every_stream_to_the_same_length(smoke_results, tmp_path
     for method in ("rag", "trace"):
         rows = ResultsFile(smoke_results[method][0] / ROWS_FILE).read()[:2]
         assert f"| {method} (cold) | 2 | {100 * sum(r.correct for r in rows) / 2:.1f}% |" in text
+
+
+def test_compare_names_runs_of_one_method_apart_by_the_setting_that_differs(smoke_results, tmp_path):
+    source = smoke_results["mia"][0]
+    old, strategies, again = (tmp_path / name for name in ("old", "strategies", "again"))
+    for folder in (old, strategies, again):
+        shutil.copytree(source, folder)
+    edit_manifest(old, lambda m: m["agent"].pop("strategies_by_type"))  # written before the setting
+    edit_manifest(strategies, lambda m: m["agent"].update(strategies_by_type=True))
+    text = compare([old, strategies, again], tmp_path / "cmp").read_text(encoding="utf-8")
+    table = text.split("Paired against")[0]
+    assert "| mia (cold) [agent.strategies_by_type = true] | 3 |" in table
+    # The reference and the same evaluation again read alike, so each is named by its folder.
+    assert "| mia (cold) (old) | 3 |" in table and "| mia (cold) (again) | 3 |" in table
+    assert "Paired against mia (cold) (old)" in text
+
+
+def edit_manifest(folder, change) -> None:
+    path = folder / "eval.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    change(manifest)
+    path.write_text(json.dumps(manifest), encoding="utf-8")
