@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections import Counter
+from collections import defaultdict
 from pathlib import Path
 
 from backend.eval.losses import CAUSES, LossBreakdown, loss_breakdown, read_labels
@@ -68,7 +68,7 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None,
 def distinct_labels(evaluations: list[tuple[Path, dict]]) -> list[str]:
     """How the report names each evaluation: its own label, plus each agent or search setting it ran
     with that differs from the first (the reference), so that two runs of one method apart only in a
-    setting do not read alike; labels still alike get their folder's name."""
+    setting do not read alike; other folders whose labels are still alike get their folder's name."""
     reference = evaluations[0][1]
     labels = []
     for _, manifest in evaluations:
@@ -81,8 +81,10 @@ def distinct_labels(evaluations: list[tuple[Path, dict]]) -> list[str]:
         if manifest.get("models") != reference.get("models"):
             differences.append("other models")
         labels.append(manifest["label"] + (f" [{', '.join(differences)}]" if differences else ""))
-    counts = Counter(labels)
-    return [f"{label} ({folder.name})" if counts[label] > 1 else label
+    folders_by_label: dict[str, set[Path]] = defaultdict(set)
+    for (folder, _), label in zip(evaluations, labels):
+        folders_by_label[label].add(Path(folder).resolve())
+    return [f"{label} ({folder.name})" if len(folders_by_label[label]) > 1 else label
             for (folder, _), label in zip(evaluations, labels)]
 
 
