@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.render import RunTranscript, event_to_text
+from app.render import event_to_text, transcript_of
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import MemoriesRetrieved, MemoryStored
 from backend.runlog import RunLog
@@ -80,10 +80,7 @@ def test_a_same_type_memory_below_the_floor_is_shown_as_its_strategy_only_when_a
     lesson = shown.failed[0]["strategy"]
     assert lesson.startswith("searched for a name from the question")
     assert f"shown as its strategy, names left out: {lesson}" in event_to_text(shown)
-    transcript = RunTranscript()
-    for event in events:
-        transcript.add(event)
-    assert "shown as its strategy, names left out: searched for a name from the question" in transcript.trace_html()
+    assert "shown as its strategy, names left out: searched for a name from the question" in transcript_of(events).trace_html()
     plan_prompt = planner.prompts[0][-1]["content"]
     assert "An earlier time question, names left out: " + lesson in plan_prompt
     assert "Night Harbour" not in plan_prompt  # neither its question nor its pages reach the Planner
