@@ -69,6 +69,9 @@ def _args_text(arguments: dict) -> str:
 # cursor, recolour or retitle the terminal; printed as visible escapes instead.
 TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
+# How the terminal and the trace introduce a memory shown by its strategy alone (backend/strategy.py).
+STRATEGY_SHOWN = "shown as its strategy, names left out"
+
 
 def terminal_safe(text: str) -> str:
     return TERMINAL_CONTROLS.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
@@ -95,7 +98,7 @@ def _event_lines(event: Event) -> str:
             for m in items:
                 lines.append(f"  {label} [{m['id'][:8]}] win {m['win_rate']:.2f} score {m['score']:.2f}: {m['question']}")
                 if m.get("strategy"):
-                    lines.append(f"      shown as its strategy, names left out: {m['strategy']}")
+                    lines.append(f"      {STRATEGY_SHOWN}: {m['strategy']}")
         return "\n".join(lines)
     if isinstance(event, PlanReady):
         title = "Plan" if event.revision == 0 else f"Supplementary plan (reflection {event.revision})"
@@ -476,7 +479,7 @@ class RunTranscript:
             lines = []
             for label, items in (("successful strategy", item.successful), ("failure lesson", item.failed)):
                 for x in items:
-                    shown = (f"shown as its strategy, names left out: {h(x['strategy'])}" if x.get("strategy")
+                    shown = (f"{STRATEGY_SHOWN}: {h(x['strategy'])}" if x.get("strategy")
                              else h(str(x['summary'])[:300]))
                     lines.append(f"<li>{label} {memory_anchor(x['id'])} (win rate {x['win_rate']:.2f}, score "
                                  f"{x['score']:.2f}): {h(x['question'])}: {shown}</li>")
