@@ -33,6 +33,8 @@ from backend.events import (
     ToolReturned,
     VerdictReady,
 )
+from backend.prompts.manager import memory_shown
+from backend.taught import answer_note, recall_note
 from backend.replay import RunRecord
 
 
@@ -94,6 +96,8 @@ def _event_lines(event: Event) -> str:
         return f"Question: {event.question}{extra}"
     if isinstance(event, MemoriesRetrieved):
         lines = [f"Memories: {len(event.successful)} successful, {len(event.failed)} failed"]
+        if event.taught:
+            lines.append(f"  {recall_note(event.taught)}")
         for label, items in (("+", event.successful), ("-", event.failed)):
             for m in items:
                 lines.append(f"  {label} [{m['id'][:8]}] win {m['win_rate']:.2f} score {m['score']:.2f}: {m['question']}")
@@ -126,6 +130,8 @@ def _event_lines(event: Event) -> str:
             lines.append(f"  [{s.get('n', i)}] {s.get('url') or s['title']}{sentence}")
         if not event.sources and event.text:
             lines.append("  (no retrieved passage states this answer)")
+        if event.taught:
+            lines.append(f"  {answer_note(event.taught)}")
         return "\n".join(lines)
     if isinstance(event, ReflectionDecided):
         return f"Reflection {event.round}: replan = {'yes' if event.replan else 'no'}"
@@ -430,6 +436,8 @@ class RunTranscript:
             notes.append(f"Answer forced: {latest.reason}.")
         if state == "stopped":
             notes.append("You stopped the run: this is the answer so far. It was not judged and no memory was stored.")
+        if latest is not None and latest.taught:
+            notes.append(answer_note(latest.taught))
         out = [f'<p class="answer-note">{h(n)}</p>' for n in notes]
         if state == "failed" and self.failure is not None:
             out.append(f'<p class="answer-error">❌ {h(self.failure.message)}</p>')
@@ -476,11 +484,11 @@ class RunTranscript:
         if kind == "step":
             return self._step_html(item)
         if kind == "memories":
-            lines = []
+            lines = [f'<li class="taught">🎓 {h(recall_note(item.taught))}</li>'] if item.taught else []
             for label, items in (("successful strategy", item.successful), ("failure lesson", item.failed)):
                 for x in items:
                     shown = (f"{STRATEGY_SHOWN}: {h(x['strategy'])}" if x.get("strategy")
-                             else h(str(x['summary'])[:300]))
+                             else f"as the Planner read it: {h(memory_shown(x))}")
                     lines.append(f"<li>{label} {memory_anchor(x['id'])} (win rate {x['win_rate']:.2f}, score "
                                  f"{x['score']:.2f}): {h(x['question'])}: {shown}</li>")
             body = f"<ul>{''.join(lines)}</ul>" if lines else "<p>No memories yet for this kind of question.</p>"

@@ -20,6 +20,7 @@ from backend.feedback_queue import FeedbackItem
 from backend.feedback import FeedbackError, submit_feedback
 from backend.judge import Judge
 from backend.llm.base import LLMError
+from backend.tools.base import offered_tools, query_tool
 from memory_db import MemoryStoreError
 
 log = logging.getLogger(__name__)
@@ -333,6 +334,8 @@ def build_research_tab(ctx: AppContext):
                 store=ctx.runtime.store, runlog=ctx.runtime.runlog, judge=Judge(ctx.runtime.agent.models["judge"]),
                 queue=ctx.queue, namespace=ctx.namespace_of(request), run_id=current_run,
                 user=ctx.user_of(request), thumbs=thumbs, right_answer=answer, comment=note,
+                search=query_tool(offered_tools(ctx.runtime.agent.tools, has_image=False,
+                                                namespace=ctx.namespace_of(request))),
             )
         except (FeedbackError, ReadOnlyModeError, MemoryStoreError, LLMError) as exc:
             return f"⚠️ {esc(exc)}"

@@ -72,6 +72,7 @@ class AgentConfig:
     read_by_quote: bool = True  # a larger Executor copies the sentence that states an open answer before its final answer
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
+    taught_min_similarity: float = 0.8  # a person's answer is recalled for a rewording at least this similar (backend.taught)
     unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
     count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
 
@@ -295,6 +296,8 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
         (a.memory_k >= 1, f"{key_prefix}.memory_k", "must be at least 1"),
         (-1.0 <= a.min_memory_similarity <= 1.0, f"{key_prefix}.min_memory_similarity",
          "must be a cosine similarity (-1 to 1)"),
+        (0.0 < a.taught_min_similarity <= 1.0, f"{key_prefix}.taught_min_similarity",
+         "must be a cosine similarity above 0 (up to 1)"),
         (0.0 <= a.unverified_memory_weight <= 1.0, f"{key_prefix}.unverified_memory_weight",
          "must be from 0 (not shown) to 1"),
         (a.max_question_chars >= 10, f"{key_prefix}.max_question_chars", "must be at least 10"),

@@ -33,13 +33,16 @@ from backend.events import (
     VerdictReady,
 )
 from backend.executor import ExecutorSession
-from backend.judge import Judge
+from backend.judge import CORRECT, FROM_FEEDBACK, Judge, Verdict
 from backend.llm.base import ChatModel
 from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
 from backend.prompts.manager import caption_messages, caption_with_ocr
+from backend.answer_match import answer_contains
+from backend.evidence import closed_options, stating_sentence
+from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
 
 ROLES = ("planner", "executor", "manager", "judge")
@@ -62,6 +65,7 @@ class EpisodeSettings:
     memory_k: int = 2
     min_memory_similarity: float = 0.35
     strategies_by_type: bool = False
+    taught_min_similarity: float = 0.8
     unverified_memory_weight: float = 0.0
     count_unverified_outcomes: bool = False
     sparse_memory_planner: str = "manager"
@@ -90,6 +94,7 @@ class EpisodeSettings:
             memory_k=agent.memory_k,
             min_memory_similarity=agent.min_memory_similarity,
             strategies_by_type=agent.strategies_by_type,
+            taught_min_similarity=agent.taught_min_similarity,
             unverified_memory_weight=agent.unverified_memory_weight,
             count_unverified_outcomes=agent.count_unverified_outcomes,
             sparse_memory_planner=agent.sparse_memory_planner,
@@ -121,6 +126,7 @@ class EpisodeOutcome:
     verdict: VerdictReady | None = None
     plan_steps: list[str] = field(default_factory=list)
     first_plan_step_count: int = 0
+    taught: TaughtAnswer | None = None  # the person's answer this run started from
 
 
 def planner_memories(manager: Manager, question: str, namespace: str, caption: str | None,
@@ -242,12 +248,34 @@ class EpisodeLoop:
 
         successful: list[dict] = []
         failed: list[dict] = []
+        taught = None
         if method.uses_memory and manager is not None and episode.memory_text is None:
+            taught = recall(self.store, question, episode.namespace, min_similarity=s.taught_min_similarity,
+                            caption=caption)
             successful, failed = self._retrieve(episode, manager, caption)
-            yield MemoriesRetrieved(run_id, successful=successful, failed=failed)
+            yield MemoriesRetrieved(run_id, successful=successful, failed=failed,
+                                    taught=taught.to_dict() if taught else None)
 
         run_tools = offered_tools(self.tools, has_image=bool(episode.image), namespace=episode.namespace)
-        outcome = self.outcome = EpisodeOutcome()
+        outcome = self.outcome = EpisodeOutcome(taught=taught)
+        if taught is not None:
+            yield from self._from_taught(episode, taught, caption, run_tools, deadline)
+        else:
+            yield from self._research(episode, planner, successful, failed, caption, run_tools, deadline)
+        answer = outcome.answer
+
+        if episode.ground_truth:
+            verdict = self.judge.grade(question, answer, episode.ground_truth)
+        elif taught is not None:
+            verdict = Verdict(CORRECT, "the person's answer", [taught.told], source=FROM_FEEDBACK)
+        else:
+            verdict = self.judge.evaluate_without_ground_truth(question, answer, outcome.session.passages)
+        yield from self._finish(episode, outcome, verdict, manager, caption, successful + failed)
+
+    def _research(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
+                  caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
+        """Plan, execute, reflect and replan: the answer goes to `self.outcome`."""
+        s, method, run_id, question, outcome = self.settings, self.method, self.run_id, episode.question, self.outcome
         steps_done: list[str] = []
         if episode.plan_steps is not None:
             steps_done = list(episode.plan_steps)
@@ -262,13 +290,7 @@ class EpisodeLoop:
             steps_done = list(blueprint.steps)
         outcome.first_plan_step_count = len(steps_done)
 
-        executor = self.models["executor"]
-        session = ExecutorSession(
-            executor, run_tools, self.meter, run_id, max_new_tokens=s.executor_max_new_tokens, image=episode.image,
-            max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
-            read_by_quote=s.read_by_quote,
-        )
-        outcome.session = session
+        session = outcome.session = self._session(episode, run_tools)
         session.start(question, steps_done, caption, context=method.executor_notes(successful, failed))
         yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
         outcome.first_answer = session.answer
@@ -292,12 +314,48 @@ class EpisodeLoop:
             yield from session.run(question, max_turns=s.supplement_turns, deadline=deadline)
             yield from session.settle_after_replan()
         outcome.plan_steps = steps_done
-        answer = outcome.answer = session.answer
+        outcome.answer = session.answer
 
-        if episode.ground_truth:
-            verdict = self.judge.grade(question, answer, episode.ground_truth)
-        else:
-            verdict = self.judge.evaluate_without_ground_truth(question, answer, session.passages)
+    def _session(self, episode: EpisodeInput, run_tools: dict) -> ExecutorSession:
+        s = self.settings
+        return ExecutorSession(
+            self.models["executor"], run_tools, self.meter, self.run_id, max_new_tokens=s.executor_max_new_tokens,
+            image=episode.image, max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
+            read_by_quote=s.read_by_quote,
+        )
+
+    def _from_taught(self, episode: EpisodeInput, taught: TaughtAnswer, caption: str | None, run_tools: dict,
+                     deadline: float) -> Iterator[Event]:
+        """Start from a person's answer: search for it beside the question's names; where a source
+        states it, answer with it and cite the source. Otherwise research the question without it (an
+        independent check) and answer with the person's answer, saying whether the research found
+        another one stated in a source."""
+        s, question, outcome = self.settings, episode.question, self.outcome
+        session = outcome.session = self._session(episode, run_tools)
+        session.start(question, [], caption)
+        search = session.search_tool()
+        found = ""
+        for query in evidence_queries(question, taught.answer) if search is not None else []:
+            yield from session.search(search.name, query)
+            found = stating_sentence(taught.answer, question, session.passages)
+            if found:
+                break
+        note = {**taught.to_dict(), "confirmed": bool(found), "sources_say": None, "sources_sentence": None}
+        if not found and not closed_options(question):
+            yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
+            outcome.first_answer = session.answer
+            support = session.answer_support(question)
+            if session.answer and answer_contains(session.answer, taught.answer):
+                note["confirmed"] = bool(support)
+            elif support:
+                note.update(sources_say=session.answer, sources_sentence=support)
+        yield session.answer_with(taught.answer, taught=note)
+        yield from session.report_steps()
+        outcome.answer = taught.answer
+
+    def _finish(self, episode: EpisodeInput, outcome: EpisodeOutcome, verdict: Verdict, manager: Manager | None,
+                caption: str | None, shown: list[dict]) -> Iterator[Event]:
+        s, run_id, answer = self.settings, self.run_id, outcome.answer
         outcome.verdict = VerdictReady(
             run_id, label=verdict.label, method=verdict.method, ground_truth=episode.ground_truth,
             feedback=verdict.feedback, source=verdict.source, confidence=verdict.confidence,
@@ -305,13 +363,15 @@ class EpisodeLoop:
         )
         yield outcome.verdict
 
-        used_ids = [m["id"] for m in successful + failed]
+        used_ids = [m["id"] for m in shown]
+        if outcome.taught is not None:
+            used_ids.append(outcome.taught.memory_id)
         if self.store is not None and used_ids and (verdict.verified or s.count_unverified_outcomes):
             # Win rates count verified outcomes: the Judge's own opinion can be steered by what the
             # run read. A memory may have been evicted or deleted while this run used it.
             self.store.record_outcome(used_ids, correct=verdict.correct, namespace=episode.namespace, missing_ok=True)
 
-        if method.uses_memory and manager is not None:
+        if self.method.uses_memory and manager is not None:
             yield self._consolidate(manager, episode, caption, outcome, verdict, used_ids)
         yield RunFinished(run_id, answer=answer, stats=self.meter.snapshot())
 
@@ -348,6 +408,8 @@ class EpisodeLoop:
                 "searched": sorted({p.get("url") or p["title"] for p in session.passages}),
                 "trajectory": f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
                 "method": self.method.name,
+                **(taught_fields(answer=outcome.taught.answer, user=outcome.taught.by, at=outcome.taught.at,
+                                 how=outcome.taught.how, evidence=outcome.taught.evidence) if outcome.taught else {}),
             },
         )
         memory = consolidation.memory

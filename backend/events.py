@@ -40,6 +40,7 @@ class MemoriesRetrieved(Event):
     kind: ClassVar[str] = "memories"
     successful: list[dict] = field(default_factory=list)
     failed: list[dict] = field(default_factory=list)
+    taught: dict | None = None  # a person's answer to this question or a rewording (backend.taught.TaughtAnswer)
 
 
 @dataclass
@@ -107,6 +108,9 @@ class AnswerReady(Event):
     reason: str = ""  # why the answer was forced (turn cap, time limit)
     sources: list[dict] = field(default_factory=list)  # citations: n, title, url, source, sentence (backend.evidence.citations)
     read_from: list[str] = field(default_factory=list)  # titles of the passages in front of the model as it answered
+    # The person's answer this one is (backend.taught.TaughtAnswer's fields), with "confirmed" (a retrieved
+    # sentence states it), "sources_say" and "sources_sentence" (another answer a retrieved sentence states)
+    taught: dict | None = None
 
 
 @dataclass

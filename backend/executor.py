@@ -22,7 +22,7 @@ from backend.llm.base import ChatModel, Completion
 from backend.metering import RunMeter
 from backend.planner import is_search_step
 from backend.prompts import executor as prompts
-from backend.tools.base import Tool, ToolCapabilities, ToolResult, tool_prompt_lines
+from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
 
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
 
@@ -230,7 +230,7 @@ class ExecutorSession:
         """The turn's output was unusable: search the question itself first, later let a
         constrained choice pick search or answer and prefill the chosen action."""
         turn = self.turn_count
-        search = self._search_tool()
+        search = self.search_tool()
         if self.tool_calls_made == 0 and search is not None:
             yield Recovery(self.run_id, turn=turn, reason=reason, action="searching the question itself", raw=raw)
             self._record_assistant(protocol.THINK_OPEN + protocol.THINK_CLOSE)
@@ -257,9 +257,8 @@ class ExecutorSession:
             return
         yield from self.search(search.name, query)
 
-    def _search_tool(self) -> Tool | None:
-        """The first offered tool that takes generated queries (the local wiki search when offered)."""
-        return next((t for t in self.tools.values() if t.capabilities.query_argument), None)
+    def search_tool(self) -> Tool | None:
+        return query_tool(self.tools)
 
     def _fresh_query(self, generated: str, question: str) -> Generator[Event, None, str | None]:
         """The generated query cleaned of markup; if it is empty or was searched already, the first
@@ -289,10 +288,19 @@ class ExecutorSession:
         self.steps.append(Step(turn=self.turn_count, answer=answer))
         yield self._answer_ready(answer, forced=forced, reason=reason)
 
-    def _answer_ready(self, answer: str, *, forced: bool = False, reason: str = "") -> AnswerReady:
+    def _answer_ready(self, answer: str, *, forced: bool = False, reason: str = "", taught: dict | None = None) -> AnswerReady:
         """The event of an answer: its citations and the passages the model had in front of it."""
         return AnswerReady(self.run_id, text=answer, forced=forced, reason=reason, sources=self.sources(answer),
-                           read_from=list(self.read_from))
+                           read_from=list(self.read_from), taught=taught)
+
+    def answer_with(self, answer: str, *, taught: dict) -> AnswerReady:
+        """Give an answer the model did not write (a person's, recalled from memory: `taught`), as the
+        conversation's last turn, cited to the retrieved passages that state it."""
+        self.read_from = self._titles_in_view()
+        self._record_assistant(protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
+        self.answer = answer
+        self.steps.append(Step(turn=self.turn_count, answer=answer))
+        return self._answer_ready(answer, taught=taught)
 
     def sources(self, answer: str, limit: int = 3) -> list[dict]:
         """The retrieved passages the answer rests on, numbered, with the sentence that supports it
@@ -529,6 +537,10 @@ class ExecutorSession:
         """Turns until an answer, the turn cap or another limit; at a limit the answer is forced. The
         round's steps follow as StepTaken events."""
         yield from self._turns(question, max_turns=max_turns, deadline=deadline)
+        yield from self.report_steps()
+
+    def report_steps(self) -> Iterator[Event]:
+        """StepTaken events for the steps taken since the last report."""
         for step in self.steps[self._steps_reported:]:
             yield StepTaken(self.run_id, step=asdict(step))
         self._steps_reported = len(self.steps)

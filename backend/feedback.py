@@ -19,6 +19,8 @@ from backend.feedback_queue import FEEDBACK, FeedbackItem, FeedbackQueue, QueueW
 from backend.judge import CORRECT, INCORRECT, Judge
 from backend.replay import replay
 from backend.runlog import RunLog
+from backend.taught import THUMBS_UP, TYPED, find_evidence, taught_fields
+from backend.tools.base import Tool
 from memory_db import Memory, MemoryNotFoundError, MemoryStore, UnreadableMemoryError
 
 __all__ = ["FeedbackError", "FeedbackItem", "FeedbackOutcome", "FeedbackQueue", "import_queue_file", "open_feedback_queue",
@@ -82,14 +84,29 @@ def _changes_memory(item: FeedbackItem) -> bool:
     return bool(item.feedback_id) and (item.label_after != item.label_before or judged)
 
 
-def verdict_of(item: FeedbackItem) -> dict | None:
+def taught_answer(item: FeedbackItem) -> tuple[str, str] | None:
+    """(answer, how) a person taught with this feedback: a typed right answer, or the run's answer given
+    a thumbs up; None for a thumbs down or a comment alone."""
+    if item.right_answer:
+        return item.right_answer, TYPED
+    if item.thumbs == "up" and item.answer.strip():
+        return item.answer.strip(), THUMBS_UP
+    return None
+
+
+def verdict_of(item: FeedbackItem, evidence: dict | None = None) -> dict | None:
     """The memory changes a queued item makes (MemoryStore.record_verdict's arguments but the key),
-    or None: the run's memory gets the new label and is marked verified; with a new label, the
-    memories the run used get one more outcome with it."""
+    or None: the run's memory gets the new label and is marked verified, and keeps the answer the
+    person taught (with `evidence`: where a source states it); with a new label, the memories the run
+    used get one more outcome with it."""
     if not _changes_memory(item):
         return None
+    provenance = dict(VERIFIED_BY_FEEDBACK)
+    taught = taught_answer(item)
+    if taught is not None:
+        provenance.update(taught_fields(answer=taught[0], user=item.user, at=item.at, how=taught[1], evidence=evidence))
     return dict(memory_id=item.memory_id, used_ids=item.memories_used, correct=item.label_after == CORRECT,
-                count_outcome=item.label_after != item.label_before, provenance_update=VERIFIED_BY_FEEDBACK,
+                count_outcome=item.label_after != item.label_before, provenance_update=provenance,
                 actor=f"feedback:{item.user}"[:200])
 
 
@@ -156,6 +173,7 @@ def submit_feedback(
     thumbs: str | None = None,
     right_answer: str | None = None,
     comment: str | None = None,
+    search: Tool | None = None,
 ) -> FeedbackOutcome:
     """Apply feedback on one finished run.
 
@@ -163,8 +181,11 @@ def submit_feedback(
     (correct) or down (incorrect) are a person's judgement and win over the Judge's. When the label
     differs from the last one, the run's memory is relabelled and the memories the run used get one
     more outcome with the new label (the store counts outcomes; it cannot take back the first one).
-    Thumbs or a right answer mark the run's memory verified. The item is queued in the transaction
-    that makes those changes.
+    Thumbs or a right answer mark the run's memory verified, and the memory keeps the answer the
+    person taught (a typed right answer, or the answer given a thumbs up): the same question or a
+    rewording starts from it next time (backend.taught). With `search`, the corpus is searched for
+    where it is stated, and the memory keeps that search. The item is queued in the transaction that
+    makes those changes.
     """
     if thumbs is not None and thumbs not in THUMBS:
         raise FeedbackError(f"thumbs must be 'up' or 'down', got {thumbs!r}.")
@@ -194,8 +215,10 @@ def submit_feedback(
         label_after=label_after, judge_method=method, memory_id=facts.memory_id,
         memories_used=facts.memories_used, feedback_id=uuid.uuid4().hex,
     )
+    taught = taught_answer(item)
+    evidence = find_evidence(search, facts.question, taught[0]) if taught is not None and facts.memory_id else None
     try:
-        queued = queue.submit(item, verdict_of(item))
+        queued = queue.submit(item, verdict_of(item, evidence))
     except QueueWriteError as exc:
         raise FeedbackError(str(exc)) from None
 
@@ -218,6 +241,11 @@ def submit_feedback(
         confirmed = " and now counts as verified" if memory is not None and _changes_memory(item) else ""
         changes.append(f"Verdict stays {label_after} ({method}); the memory keeps its label{confirmed}."
                        if confirmed else f"Verdict stays {label_after} ({method}); no memory changed.")
+    if taught is not None and memory is not None:
+        where = (f" A source states it: {evidence['title']} (\"{evidence['sentence']}\"), found by searching "
+                 f"'{evidence['query']}'." if evidence else " No source searched states it yet.")
+        changes.append(f"Remembered '{taught[0]}' as the answer: this question, or a rewording of it, starts "
+                       f"from it next time.{where}")
     changes.append(
         f"Queued for test-time learning ({queued} of your item{'s' if queued != 1 else ''} waiting). "
         "Test-time learning is not running yet, so the Planner's weights do not change now."

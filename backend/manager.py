@@ -18,6 +18,7 @@ from backend.config import MemoryConfig
 from backend.evidence import closed_options, stating_sentence
 from backend.llm.base import ChatModel
 from backend.strategy import strategy_outline
+from backend.taught import taught_of
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
 from memory_db.lifecycle import is_verified
 
@@ -156,6 +157,7 @@ def memory_to_dict(scored, min_similarity: float | None = None) -> dict:
         "trajectory": provenance.get("trajectory"),
         "question_type": m.question_type,
         "strategy": strategy,
+        "taught": taught_of(provenance),
     }
 
 

@@ -3,6 +3,8 @@ the memory methods show it (contrastive memories to the Planner, cases, notes to
 
 from __future__ import annotations
 
+import re
+
 CLASSIFY_SYSTEM = "You classify questions by what they ask for."
 CLASSIFY_TURN = "Question: {question}\nWhich type is it? Options: {types}."
 
@@ -30,30 +32,54 @@ def caption_messages(image: str) -> list[dict]:
 
 
 # A memory of another question of the same type, shown by how it was researched, without its names.
-STRATEGY_LINE = "{i}. ({verdict}) An earlier {kind} question, names left out: {strategy}"
+STRATEGY_LINE = "({verdict}) An earlier {kind} question, names left out: {strategy}"
+MEMORY_LINE = "({verdict}) Q: {question}{caption} How: {how}"
+CAPTION_PART = " Image: {caption}."
+# What a person taught, first in its memory: the answer, and where a source states it.
+TAUGHT_PART = "A person gave the right answer: {answer}."
+TAUGHT_EVIDENCE_PART = " A source states it: {title}: \"{sentence}\" (found by searching '{query}')."
+# The parts of a workflow summary (backend.manager.workflow_summary) that carry the answer: kept whole.
+_ANSWER_PARTS = re.compile(r"The answer rests on: |Answered '|No answer was given\.")
+
+
+def memory_shown(item: dict, max_chars: int = 400) -> str:
+    """One memory as the Planner reads it (and the trace shows it). What carries the answer is never
+    cut: a person's answer with its source, the sentence the answer rested on and the outcome; only
+    the list of searches before them is shortened to fit `max_chars`."""
+    verdict = "correct" if item.get("correct") else "incorrect"
+    if not item.get("verified", True):
+        verdict += ", unverified"
+    if item.get("strategy"):
+        return STRATEGY_LINE.format(verdict=verdict, kind=item.get("question_type") or "other",
+                                    strategy=item["strategy"][:max_chars])
+    taught = item.get("taught")
+    kept = ""
+    if taught:
+        kept = TAUGHT_PART.format(answer=taught["answer"])
+        evidence = taught.get("evidence")
+        if evidence:
+            kept += TAUGHT_EVIDENCE_PART.format(**evidence)
+    summary = " ".join((item.get("summary") or "").split())
+    answer_part = _ANSWER_PARTS.search(summary)
+    searches, outcome = (summary[:answer_part.start()].strip(), summary[answer_part.start():]) if answer_part else (summary, "")
+    kept = " ".join(part for part in (outcome, kept) if part)
+    room = max(0, max_chars - len(kept))
+    if len(searches) > room:
+        searches = searches[:max(0, room - 1)].rstrip() + "…" if room > 1 else ""
+    how = " ".join(part for part in (searches, kept) if part)
+    caption = CAPTION_PART.format(caption=item["caption"]) if item.get("caption") else ""
+    return MEMORY_LINE.format(verdict=verdict, question=item.get("question", ""), caption=caption, how=how)
 
 
 def format_memories(successful: list[dict], failed: list[dict], max_chars: int = 400) -> str:
-    """Contrastive memories for the Planner: strategies that worked, then lessons from failures. A
-    memory that carries a `strategy` (one of the question's type, below the relevance floor) is shown
-    by it alone."""
+    """Contrastive memories for the Planner: strategies that worked, then lessons from failures, each
+    as memory_shown gives it. A memory that carries a `strategy` (one of the question's type, below
+    the relevance floor) is shown by it alone."""
 
     def block(title: str, items: list[dict]) -> str:
         if not items:
             return f"{title}: none found."
-        lines = [f"{title}:"]
-        for i, item in enumerate(items, 1):
-            verdict = "correct" if item.get("correct") else "incorrect"
-            if not item.get("verified", True):
-                verdict += ", unverified"
-            if item.get("strategy"):
-                lines.append(STRATEGY_LINE.format(i=i, verdict=verdict, kind=item.get("question_type") or "other",
-                                                  strategy=item["strategy"][:max_chars]))
-                continue
-            summary = (item.get("summary") or "")[:max_chars]
-            caption = f" Image: {item['caption']}." if item.get("caption") else ""
-            lines.append(f"{i}. ({verdict}) Q: {item.get('question', '')}{caption} How: {summary}")
-        return "\n".join(lines)
+        return "\n".join([f"{title}:"] + [f"{i}. {memory_shown(item, max_chars)}" for i, item in enumerate(items, 1)])
 
     return block("Successful strategies", successful) + "\n" + block("Failure lessons", failed)
 

@@ -200,6 +200,11 @@ def offered_tools(tools: Mapping[str, Tool], *, has_image: bool, namespace: str 
     return offered
 
 
+def query_tool(tools: Mapping[str, Tool]) -> Tool | None:
+    """The first tool that takes generated queries (the local wiki search when offered)."""
+    return next((t for t in tools.values() if t.capabilities.query_argument), None)
+
+
 def once_per_question_tools(tools: Iterable[Tool]) -> frozenset[str]:
     return frozenset(tool.name for tool in tools if tool.capabilities.once_per_question)
 
