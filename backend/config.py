@@ -72,7 +72,7 @@ class AgentConfig:
     read_by_quote: bool = True  # a larger Executor copies the sentence that states an open answer before its final answer
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
-    taught_min_similarity: float = 0.8  # a person's answer is recalled for a rewording at least this similar (backend.taught)
+    taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)
     unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
     count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
 

@@ -65,7 +65,7 @@ class EpisodeSettings:
     memory_k: int = 2
     min_memory_similarity: float = 0.35
     strategies_by_type: bool = False
-    taught_min_similarity: float = 0.8
+    taught_min_similarity: float = 0.85
     unverified_memory_weight: float = 0.0
     count_unverified_outcomes: bool = False
     sparse_memory_planner: str = "manager"

@@ -1,0 +1,157 @@
+"""What a person teaches changes the next answer: a typed right answer (or a thumbs up) is kept with
+the run's memory, and the same question or a rewording starts from it, through the real loop, store,
+search index and feedback path. The models are scripted: each test says what they would answer, and
+asserts the person's answer wins, is cited where a source states it, and is said to come from them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from app.render import event_to_text, transcript_of
+from backend.agent import ResearchAgent, RunRequest
+from backend.events import AnswerReady, MemoriesRetrieved, MemoryStored, RunStarted, VerdictReady
+from backend.feedback import FeedbackQueue, submit_feedback
+from backend.judge import Judge
+from backend.prompts.manager import format_memories, memory_shown
+from backend.runlog import RunLog
+from backend.taught import is_rewording
+from backend.tools.base import query_tool
+from memory_db import MemoryStore
+from tests.backend.scripted_model import answer_turn as answer, tool_call_turn as call
+
+EIFFEL = "Which city is the capital of the country where the Eiffel Tower stands?"
+EIFFEL_REWORDED = "What is the capital city of the country in which the Eiffel Tower is located?"
+EIFFEL_COUNTRY = "In which country is the Eiffel Tower?"
+COLOSSEUM = "Which city is the capital of the country where the Colosseum stands?"
+NO_LESSON_JUDGE = ["no", "no", "no", "incorrect"]  # three evaluators and the arbiter, without ground truth
+
+
+def test_a_rewording_names_the_same_things_and_keeps_most_words():
+    assert is_rewording(EIFFEL, EIFFEL_REWORDED)
+    assert is_rewording(EIFFEL, "The Eiffel Tower stands in a country; which city is that country's capital?")
+    assert not is_rewording(EIFFEL, COLOSSEUM)  # another monument
+    assert not is_rewording(EIFFEL, EIFFEL_COUNTRY)  # the same monument, another question
+    assert not is_rewording("Who is older, Carrie Akre or Shifty Shellshock?", "Who is older, Carrie Akre or Beck?")
+
+
+def test_the_planner_reads_the_answer_of_a_memory_whole_however_long_its_searches():
+    searches = "Searched: " + "; then ".join(f"search 'query number {i}' found Page {i}" for i in range(40)) + "."
+    item = {"question": EIFFEL, "correct": False, "verified": True,
+            "summary": f"{searches} The answer rests on: \"Eiffel Tower: in Paris, France\". Answered 'Bordeaux': "
+                       "incorrect (verified).",
+            "taught": {"answer": "Paris", "evidence": {"query": "Eiffel Tower", "title": "Eiffel Tower",
+                                                       "sentence": "The Eiffel Tower is in Paris, France."}}}
+    shown = memory_shown(item, max_chars=400)
+    assert "Answered 'Bordeaux': incorrect (verified)." in shown
+    assert "A person gave the right answer: Paris." in shown
+    assert "The Eiffel Tower is in Paris, France." in shown
+    assert "query number 39" not in shown and "query number 0" in shown  # only the searches are shortened
+    assert f"1. {shown}" in format_memories([], [item])
+
+
+@pytest.fixture
+def world(tmp_path, shared_tools, embedder, scripted_model_class):
+    """ask(question, executor turns, judge choices) on one store and run log; teach(...) gives feedback."""
+    from backend.config import RoleConfig, load_config
+
+    base = load_config(environ={})
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     agent=replace(base.agent, max_turns=3, reflections=1, sparse_memory_planner="planner",
+                                   guided_actions="off"),
+                     roles={name: RoleConfig() for name in base.roles})
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    runlog = RunLog(config.runs_dir)
+    seen: dict[str, object] = {}
+
+    class World:
+        def ask(self, question, executor, judge_choices=(), namespace="alice"):
+            models = {
+                "planner": scripted_model_class("planner", ["1. Search for the tower"] * 2, ["yes"] * 2),
+                "executor": scripted_model_class("executor", executor),
+                "judge": scripted_model_class("judge", (), judge_choices),
+                "manager": scripted_model_class("manager"),
+            }
+            seen.update(models)
+            agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=runlog)
+            return list(agent.run(RunRequest(question, namespace=namespace)))
+
+        def teach(self, events, *, thumbs=None, right_answer=None, namespace="alice", grades=("incorrect",) * 2):
+            run_id = next(e for e in events if isinstance(e, RunStarted)).run_id
+            return submit_feedback(store=store, runlog=runlog, judge=Judge(scripted_model_class("judge", (), grades)),
+                                   queue=FeedbackQueue(store), namespace=namespace, run_id=run_id, user=namespace,
+                                   thumbs=thumbs, right_answer=right_answer, search=query_tool(shared_tools))
+
+        def calls(self, role):
+            return len(seen[role].prompts)
+
+    yield World(), store
+    store.close()
+
+
+def _answer(events) -> AnswerReady:
+    return [e for e in events if isinstance(e, AnswerReady)][-1]
+
+
+def test_a_typed_correction_answers_the_same_question_and_a_rewording_next_time(world):
+    ask, store = world
+    wrong = [call("search", query_list=["Eiffel Tower"]), answer("Bordeaux")]
+    first = ask.ask(EIFFEL, wrong, NO_LESSON_JUDGE)
+    assert _answer(first).text == "Bordeaux"
+
+    outcome = ask.teach(first, thumbs="down", right_answer="Paris")
+    assert any("Remembered 'Paris' as the answer" in line and "A source states it: Eiffel Tower" in line
+               for line in outcome.changes), outcome.changes
+    memory_id = next(e for e in first if isinstance(e, MemoryStored)).memory_id
+    taught = store.get(memory_id, namespace="alice").provenance
+    assert (taught["taught_answer"], taught["taught_by"], taught["taught_how"]) == ("Paris", "alice", "typed")
+    assert taught["taught_evidence"]["title"] == "Eiffel Tower" and "Paris" in taught["taught_evidence"]["sentence"]
+
+    again = ask.ask(EIFFEL, wrong, NO_LESSON_JUDGE)  # the Executor would say Bordeaux again
+    given = _answer(again)
+    assert given.text == "Paris" and given.taught["confirmed"] is True
+    assert [s["title"] for s in given.sources][:1] == ["Eiffel Tower"]
+    assert ask.calls("executor") == 0 and ask.calls("planner") == 0  # confirmed by one search, no model call
+    recalled = next(e for e in again if isinstance(e, MemoriesRetrieved)).taught
+    assert recalled["memory_id"] == memory_id
+    verdict = next(e for e in again if isinstance(e, VerdictReady))
+    assert verdict.label == "correct" and verdict.source == "feedback"
+    assert "You corrected this on" in event_to_text(given) and ": Paris. A retrieved source states it" in event_to_text(given)
+    assert "You corrected this on" in transcript_of(again).answer_html()
+
+    reworded = _answer(ask.ask(EIFFEL_REWORDED, wrong, NO_LESSON_JUDGE))
+    assert reworded.text == "Paris" and reworded.taught["question"] == EIFFEL
+
+
+def test_a_near_miss_and_another_user_get_no_taught_answer(world):
+    ask, store = world
+    wrong = [call("search", query_list=["Eiffel Tower"]), answer("Bordeaux")]
+    ask.teach(ask.ask(EIFFEL, wrong, NO_LESSON_JUDGE), thumbs="down", right_answer="Paris")
+
+    for question, namespace in ((EIFFEL_COUNTRY, "alice"), (COLOSSEUM, "alice"), (EIFFEL, "bob")):
+        events = ask.ask(question, [call("search", query_list=["tower"]), answer("Rome")], NO_LESSON_JUDGE,
+                         namespace=namespace)
+        assert next(e for e in events if isinstance(e, MemoriesRetrieved)).taught is None
+        assert _answer(events).text == "Rome" and _answer(events).taught is None
+
+
+def test_sources_that_state_another_answer_are_named_beside_the_persons_answer(world):
+    ask, store = world
+    first = ask.ask(EIFFEL, [call("search", query_list=["Eiffel Tower"]), answer("Bordeaux")], NO_LESSON_JUDGE)
+    ask.teach(first, thumbs="down", right_answer="Gdansk")  # no source states it
+
+    research = [call("search", query_list=["Eiffel Tower"]), answer("Paris")]
+    given = _answer(ask.ask(EIFFEL, research, NO_LESSON_JUDGE))
+    assert given.text == "Gdansk" and given.taught["confirmed"] is False
+    assert given.taught["sources_say"] == "Paris" and "Eiffel Tower" in given.taught["sources_sentence"]
+    assert "The research found another answer, 'Paris'" in event_to_text(given)
+
+
+def test_a_thumbs_up_teaches_the_answer_it_was_given(world):
+    ask, store = world
+    right = ask.ask(EIFFEL, [call("search", query_list=["Eiffel Tower"]), answer("Paris")], ["yes"] * 3 + ["correct"])
+    ask.teach(right, thumbs="up", grades=())
+    given = _answer(ask.ask(EIFFEL_REWORDED, [answer("Lyon")], NO_LESSON_JUDGE))
+    assert given.text == "Paris" and given.taught["how"] == "thumbs up"
+    assert "You confirmed this on" in event_to_text(given)
