@@ -9,8 +9,9 @@ from datetime import datetime, timezone
 
 from app.render import esc
 from backend.runlog import RunLog
+from backend.taught import TYPED, day_of, taught_of
 from memory_db import HistoryEntry, Memory, MemoryStore
-from memory_db.lifecycle import is_verified
+from memory_db.lifecycle import is_verified, uses_since_stored
 from memory_db.transfer import read_import_file
 
 COLUMNS = ["id", "question", "verdict", "type", "modality", "pinned", "uses", "win rate", "age", "summary"]
@@ -75,17 +76,40 @@ VERDICT_SOURCES = {"ground_truth": "ground truth", "feedback": "a person's feedb
 
 
 def verdict_text(m: Memory) -> str:
-    """The label with how it was reached: "successful", "failed (unverified)"."""
-    label = "successful" if m.correct else "failed"
-    return label if is_verified(m) else f"{label} (unverified)"
+    """The label with how it was reached: "successful", "failed", or, when no ground truth or person
+    confirmed it, "unverified (the Judge leaned correct)": neither a success nor a failure lesson."""
+    if is_verified(m):
+        return "successful" if m.correct else "failed"
+    p = m.provenance or {}
+    leaning = p.get("judge_verdict") if p.get("judge_verdict") in ("correct", "incorrect") else None
+    if p.get("judge_verdict") == "unsure":
+        leaning = "correct"  # the Judge's "unsure" is a correct it could not confirm (backend.judge)
+    if leaning:
+        return f"unverified (the Judge leaned {leaning})"
+    return f"unverified (labelled {'successful' if m.correct else 'failed'})"
+
+
+def uses_text(m: Memory) -> str:
+    """'not used yet', or '2 of 3 uses succeeded (0.67)': the runs that used it since it was stored."""
+    successes, uses = uses_since_stored(m)
+    if uses == 0:
+        return "not used yet"
+    return f"{successes} of {uses} use{'s' if uses != 1 else ''} succeeded ({successes / uses:.2f})"
 
 
 def table_rows(found: list[Memory]) -> list[list]:
-    return [
-        [m.id, m.question, verdict_text(m), m.question_type, m.modality,
-         "yes" if m.pinned else "", m.usage_count, round(m.win_rate, 3), age_text(m.created_at), m.summary[:200]]
-        for m in found
-    ]
+    rows = []
+    for m in found:
+        successes, uses = uses_since_stored(m)
+        rows.append([m.id, m.question, verdict_text(m), m.question_type, m.modality, "yes" if m.pinned else "", uses,
+                     round(successes / uses, 3) if uses else "", age_text(m.created_at), m.summary[:200]])
+    return rows
+
+
+def label_text(m: Memory) -> str:
+    if not is_verified(m):
+        return f"{verdict_text(m)}: neither a successful strategy nor a failure lesson until ground truth or a person confirms it"
+    return "successful strategy" if m.correct else "failure lesson"
 
 
 def detail_markdown(m: Memory) -> str:
@@ -93,10 +117,21 @@ def detail_markdown(m: Memory) -> str:
     lines = [
         f"### Memory `{esc(m.id)}`",
         f"**Question:** {esc(m.question)}",
-        f"**Label:** {'successful strategy' if m.correct else 'failure lesson'} · **type:** {esc(m.question_type)} · "
+        f"**Label:** {esc(label_text(m))} · **type:** {esc(m.question_type)} · "
         f"**modality:** {esc(m.modality)} · **pinned:** {'yes' if m.pinned else 'no'}",
-        f"**Win rate:** {m.win_rate:.2f} ({m.success_count} of {m.usage_count} uses) · created {age_text(m.created_at)} ago",
+        f"**Win rate:** {esc(uses_text(m))} · created {age_text(m.created_at)} ago",
     ]
+    taught = taught_of(p)
+    if taught is not None:
+        how = "typed as the right answer" if taught["how"] == TYPED else "confirmed with a thumbs up"
+        by = f" by {taught['by']}" if taught["by"] else ""
+        when = f" on {day_of(taught['at'])}" if isinstance(taught["at"], (int, float)) else ""
+        lines.append(f"**Taught answer:** {esc(taught['answer'])} ({how}{esc(by)}{when}; the same question or a "
+                     "rewording starts from it)")
+        evidence = taught.get("evidence")
+        if isinstance(evidence, dict) and evidence.get("sentence"):
+            lines.append(f"**Where a source states it:** {esc(evidence.get('title', ''))}: "
+                         f"“{esc(evidence['sentence'])}” (search: {esc(evidence.get('query', ''))})")
     if m.caption:
         lines.append(f"**Image caption:** {esc(m.caption)}")
     source = VERDICT_SOURCES.get(p.get("verdict_source"), "not recorded (unverified)")
@@ -164,11 +199,12 @@ EXISTING_CHOICES = {"Skip them (keep the stored memories)": "skip",
                     "Replace them with the file's version (undoable)": "replace"}
 
 
-def import_preview(path: str, namespace: str, store: MemoryStore | None = None) -> tuple[str, list[list]]:
-    """Parse and validate an export without importing; raises memory_db.ImportFileError on a bad line.
-    With `store`, says which memories the namespace already holds (an export imported back) and
-    that Import will skip or replace them, as chosen."""
-    parsed = read_import_file(path, namespace)
+def import_preview(path: str, namespace: str, store: MemoryStore | None = None, *,
+                   max_text_chars: int | None = None) -> tuple[str, list[list]]:
+    """Parse and validate an export without importing; raises memory_db.ImportFileError on a bad line
+    (or a text longer than `max_text_chars`). With `store`, says which memories the namespace already
+    holds (an export imported back) and that Import will skip or replace them, as chosen."""
+    parsed = read_import_file(path, namespace, max_text_chars=max_text_chars)
     held = store.existing_ids(namespace, [m.id for m in parsed.memories]) if store is not None else set()
     rows = [[m.id, m.question, "successful" if m.correct else "failed", m.question_type, m.usage_count,
              ALREADY_HERE if m.id in held else "new"] for m in parsed.memories]

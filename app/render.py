@@ -84,6 +84,23 @@ def json_for_terminal(data: object) -> str:
     return TERMINAL_CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", json.dumps(data, ensure_ascii=False))
 
 
+def stored_label(event: MemoryStored) -> str:
+    """'correct', 'incorrect', or 'unverified' (the Judge's opinion alone: neither a success nor a failure)."""
+    if not event.verified:
+        return "unverified: neither a success nor a failure lesson until ground truth or a person confirms it"
+    return "correct" if event.correct else "incorrect"
+
+
+def uses_phrase(memory: dict) -> str:
+    """How a retrieved memory has fared since it was stored: 'not used yet' or 'won 2 of 3 uses'."""
+    uses = memory.get("uses")
+    if uses is None:  # a run logged before memories carried their uses
+        return f"win rate {memory['win_rate']:.2f}"
+    if uses == 0:
+        return "not used yet"
+    return f"won {memory.get('successes', 0)} of {uses} use{'s' if uses != 1 else ''}"
+
+
 def event_to_text(event: Event) -> str:
     """One event as plain terminal lines (no HTML escaping: a terminal renders none; control
     characters made visible)."""
@@ -100,7 +117,7 @@ def _event_lines(event: Event) -> str:
             lines.append(f"  {recall_note(event.taught)}")
         for label, items in (("+", event.successful), ("-", event.failed)):
             for m in items:
-                lines.append(f"  {label} [{m['id'][:8]}] win {m['win_rate']:.2f} score {m['score']:.2f}: {m['question']}")
+                lines.append(f"  {label} [{m['id'][:8]}] {uses_phrase(m)}, score {m['score']:.2f}: {m['question']}")
                 if m.get("strategy"):
                     lines.append(f"      {STRATEGY_SHOWN}: {m['strategy']}")
         return "\n".join(lines)
@@ -138,7 +155,7 @@ def _event_lines(event: Event) -> str:
     if isinstance(event, VerdictReady):
         return f"Verdict: {event.label}, {verdict_provenance(event)}"
     if isinstance(event, MemoryStored):
-        label = "correct" if event.correct else "incorrect"
+        label = stored_label(event)
         return f"Memory stored [{event.memory_id[:8]}] ({label}, {event.question_type}, {summary_origin(event.summary_source)}): {event.summary}"
     if isinstance(event, RunFinished):
         return f"Done: {stats_text(event.stats)}"
@@ -489,8 +506,8 @@ class RunTranscript:
                 for x in items:
                     shown = (f"{STRATEGY_SHOWN}: {h(x['strategy'])}" if x.get("strategy")
                              else f"as the Planner read it: {h(memory_shown(x))}")
-                    lines.append(f"<li>{label} {memory_anchor(x['id'])} (win rate {x['win_rate']:.2f}, score "
-                                 f"{x['score']:.2f}): {h(x['question'])}: {shown}</li>")
+                    lines.append(f"<li>{label} {memory_anchor(x['id'])} ({h(uses_phrase(x))}, score "
+                                 f"{x['score']:.2f}), {shown}</li>")
             body = f"<ul>{''.join(lines)}</ul>" if lines else "<p>No memories yet for this kind of question.</p>"
             return self._details("memories", self._key("memories"),
                                  f"🧠 Memories: {len(item.successful)} successful, {len(item.failed)} failed", body)
@@ -518,7 +535,7 @@ class RunTranscript:
             return self._details("verdict", self._key("verdict"),
                                  f"⚖️ Verdict: {h(item.label)}, {h(verdict_provenance(item))}", body)
         if kind == "memory":
-            label = "correct" if item.correct else "incorrect"
+            label = stored_label(item)
             body = (f"<p>{h(item.summary)}</p><p class='muted'>type: {h(item.question_type)}, "
                     f"{h(summary_origin(item.summary_source))} · open {memory_anchor(item.memory_id)}</p>")
             return self._details("memory", self._key("memory"),

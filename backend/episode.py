@@ -44,6 +44,7 @@ from backend.answer_match import answer_contains
 from backend.evidence import closed_options, stating_sentence
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
+from memory_db.lifecycle import is_verified
 
 ROLES = ("planner", "executor", "manager", "judge")
 
@@ -414,4 +415,5 @@ class EpisodeLoop:
         )
         memory = consolidation.memory
         return MemoryStored(self.run_id, memory_id=memory.id, summary=memory.summary, correct=memory.correct,
-                            question_type=memory.question_type, summary_source=consolidation.summary_source)
+                            question_type=memory.question_type, summary_source=consolidation.summary_source,
+                            verified=is_verified(memory))

@@ -150,6 +150,7 @@ class MemoryStored(Event):
     correct: bool
     question_type: str
     summary_source: str  # "model" | "structural" (the model gave no usable summary) | "case" (memento: plan + outcome)
+    verified: bool = True  # False: only the Judge's opinion labels it, so it is neither a success nor a failure lesson
 
 
 @dataclass

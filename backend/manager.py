@@ -20,7 +20,7 @@ from backend.llm.base import ChatModel
 from backend.strategy import strategy_outline
 from backend.taught import taught_of
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
-from memory_db.lifecycle import is_verified
+from memory_db.lifecycle import is_verified, uses_since_stored
 
 QUESTION_TYPES = (
     "location", "human", "time", "career", "process",
@@ -152,6 +152,8 @@ def memory_to_dict(scored, min_similarity: float | None = None) -> dict:
         "correct": m.correct,
         "verified": is_verified(m),
         "win_rate": round(m.win_rate, 3),
+        "successes": uses_since_stored(m)[0],  # of the runs that used it since it was stored
+        "uses": uses_since_stored(m)[1],
         "similarity": round(float(scored.similarity), 4),
         "score": round(float(scored.score), 4),
         "trajectory": provenance.get("trajectory"),

@@ -21,6 +21,16 @@ def held_by_person(memory: Memory) -> bool:
     return memory.pinned or provenance.get("verdict_source") in PERSON_SOURCES or bool(provenance.get("edited_by"))
 
 
+NEW_MEMORY_COUNTS = (1, 1)  # (usage, success) a memory is created with: a prior that ranks it as proven
+
+
+def uses_since_stored(memory: Memory) -> tuple[int, int]:
+    """(successes, uses) of the runs that used the memory after it was stored, without the prior it
+    starts with (NEW_MEMORY_COUNTS): a new memory, success or failure lesson, has been used 0 times."""
+    usage, success = NEW_MEMORY_COUNTS
+    return max(0, memory.success_count - success), max(0, memory.usage_count - usage)
+
+
 def is_verified(memory: Memory | NewMemory) -> bool:
     """Its verdict comes from ground truth or a person, not from the Judge's own opinion."""
     return (memory.provenance or {}).get("verified") is True
