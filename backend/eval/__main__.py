@@ -31,6 +31,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     mode.add_argument("--summarize", type=Path, metavar="DIR", help="recompute the summary of an evaluation folder")
     parser.add_argument("--method", choices=METHODS, default="mia", help="the agent loop or baseline to run")
     parser.add_argument("--limit", type=int, help="only the first N questions (with --compare: of each stream)")
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first N questions of --data")
+    parser.add_argument("--teach", action="store_true",
+                        help="ask each question without its ground truth, then give it as feedback, as a person "
+                             "types the right answer in the app (the first stage of teach-and-retest)")
     parser.add_argument("--warm-from", type=Path, help="build memory from these questions first (with ground truth)")
     parser.add_argument("--warm-limit", type=int, help="only the first N warm-up questions")
     parser.add_argument("--memory-from", type=Path, metavar="DIR",
@@ -43,8 +47,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--labels", type=Path, nargs="+", metavar="FILE",
                         help="with --compare: hand labels of answers (benchmarks/judge_labels/*.jsonl) to count the Judge's errors")
     args = parser.parse_args(argv)
-    if args.data is None and (args.warm_from or args.warm_limit or args.memory_from):
-        parser.error("--warm-from, --warm-limit and --memory-from go with --data")
+    if args.data is None and (args.warm_from or args.warm_limit or args.memory_from or args.skip or args.teach):
+        parser.error("--warm-from, --warm-limit, --memory-from, --skip and --teach go with --data")
     if args.summarize and args.limit:
         parser.error("--limit goes with --data or --compare")
     if args.labels and not args.compare:
@@ -58,6 +62,10 @@ def default_out_dir(data_dir: Path, args: argparse.Namespace) -> Path:
     name = f"{args.method}-{args.data.stem}"
     if args.warm_from:
         name += f"-warm-{args.warm_from.stem}{args.warm_limit or ''}"
+    if args.skip:
+        name += f"-after{args.skip}"
+    if args.teach:
+        name += "-taught"
     if args.memory_from:
         name += f"-memory-of-{args.memory_from.name}"
     return data_dir / "eval" / name
@@ -71,6 +79,7 @@ def run_evaluation(args: argparse.Namespace) -> int:
     spec = EvalSpec(
         data=args.data, method=args.method, out_dir=out_dir, limit=args.limit, warm_from=args.warm_from,
         warm_limit=args.warm_limit, seed=args.seed, label=args.label, memory_from=args.memory_from,
+        skip=args.skip, teach=args.teach,
     )
     spec.check_inputs()
     copy_memory_from(spec)  # before the runtime opens the evaluation's memory

@@ -54,11 +54,13 @@ def _question_from_record(record: object, path: Path, line_no: int) -> EvalQuest
     )
 
 
-def load_questions(path: Path | str, *, limit: int | None = None) -> list[EvalQuestion]:
-    """The first `limit` questions of the file (all when None), in file order."""
+def load_questions(path: Path | str, *, limit: int | None = None, skip: int = 0) -> list[EvalQuestion]:
+    """The first `limit` questions of the file (all when None) after the first `skip`, in file order."""
     path = Path(path)
     if limit is not None and limit < 1:
         raise DatasetError(f"--limit must be at least 1, got {limit}.")
+    if skip < 0:
+        raise DatasetError(f"--skip must be 0 or more, got {skip}.")
     if not path.is_file():
         raise DatasetError(f"{path}: no such question file; give a JSONL file of questions.")
     questions: list[EvalQuestion] = []
@@ -79,8 +81,9 @@ def load_questions(path: Path | str, *, limit: int | None = None) -> list[EvalQu
                 )
             seen[question.id] = line_no
             questions.append(question)
-            if limit is not None and len(questions) >= limit:
+            if limit is not None and len(questions) >= skip + limit:
                 break
-    if not questions:
-        raise DatasetError(f"{path}: the file holds no questions.")
-    return questions
+    if len(questions) <= skip:
+        raise DatasetError(f"{path}: the file holds {len(questions)} questions, none after the first {skip}." if skip
+                           else f"{path}: the file holds no questions.")
+    return questions[skip:]

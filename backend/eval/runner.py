@@ -32,6 +32,9 @@ from backend.eval.spec import (
     memory_url_for,
 )
 from backend.events import Event
+from backend.feedback import FeedbackQueue, submit_feedback
+from backend.judge import CORRECT, Judge
+from backend.tools.base import offered_tools, query_tool
 from backend.replay import replay
 from backend.runlog import RunLog
 from backend.runtime import Runtime, build_runtime
@@ -105,6 +108,19 @@ def row_from_events(index: int, question: EvalQuestion, method: str, events: lis
     )
 
 
+def teach_after_run(agent: ResearchAgent, row: EvalRow, question: EvalQuestion, namespace: str) -> EvalRow:
+    """Give the question's ground truth as feedback on its run, as a person types the right answer into
+    the app's feedback panel and sends it: the Judge grades the run's answer against it, the run's
+    memory keeps it, and the row takes that verdict."""
+    outcome = submit_feedback(
+        store=agent.store, runlog=agent.runlog, judge=Judge(agent.models["judge"]), queue=FeedbackQueue(agent.store),
+        namespace=namespace, run_id=row.run_id, user="eval-teacher", right_answer=question.answer,
+        search=query_tool(offered_tools(agent.tools, has_image=False, namespace=namespace)),
+    )
+    return dataclasses.replace(row, verdict=outcome.label_after, correct=outcome.label_after == CORRECT,
+                               judge_method="taught: the Judge against the typed right answer")
+
+
 def seed_everything(seed: int) -> None:
     import numpy as np
     import torch
@@ -139,8 +155,11 @@ def run_stream(
     seed: int = 0,
     progress: bool = True,
     desc: str = "eval",
+    teach: bool = False,
 ) -> list[EvalRow]:
-    """Answer every question not yet in `results`, in order; returns the rows of `questions`."""
+    """Answer every question not yet in `results`, in order; returns the rows of `questions`. With
+    `teach`, each question is asked without its ground truth, which is then given as a person's typed
+    right answer (teach_after_run); the row's verdict is the Judge's against it."""
     done = {row.id: row for row in results.read()}
     finished = [done[q.id] for q in questions if q.id in done]
     bar = tqdm(total=len(questions), initial=len(finished), desc=desc, unit="q", disable=not progress)
@@ -154,12 +173,14 @@ def run_stream(
                 question=question.question,
                 namespace=namespace,
                 image=question.image,
-                ground_truth=question.answer,
+                ground_truth=None if teach else question.answer,
                 method=method,
             )
             started = time.perf_counter()
             events = list(agent.run(request))
             row = row_from_events(index, question, method, events, time.perf_counter() - started)
+            if teach and not row.error:
+                row = teach_after_run(agent, row, question, namespace)
             if row.error:
                 log.warning("question %s failed: %s", question.id, row.error)
             results.append(row)
@@ -187,7 +208,7 @@ def evaluate(spec: EvalSpec, runtime: Runtime, *, progress: bool = True) -> Eval
             f"the runtime's memory is {runtime.store.url}, not this evaluation's own ({spec.memory_url}); "
             "build it with open_eval_runtime(config, out_dir)."
         )
-    questions = load_questions(spec.data, limit=spec.limit)
+    questions = load_questions(spec.data, limit=spec.limit, skip=spec.skip)
     warm_questions = load_questions(spec.warm_from, limit=spec.warm_limit) if spec.warm_from else []
     manifest = check_or_write_manifest(spec, runtime.config)
     warm_results = ResultsFile(spec.out_dir / WARM_ROWS_FILE)
@@ -202,5 +223,5 @@ def evaluate(spec: EvalSpec, runtime: Runtime, *, progress: bool = True) -> Eval
         warm_rows = run_stream(
             runtime.agent, warm_questions, results=warm_results, desc=f"warm-up {spec.method}", **common
         )
-    rows = run_stream(runtime.agent, questions, results=results, desc=spec.display_label, **common)
+    rows = run_stream(runtime.agent, questions, results=results, desc=spec.display_label, teach=spec.teach, **common)
     return EvalOutcome(rows=rows, warm_rows=warm_rows, manifest=manifest)

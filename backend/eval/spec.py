@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backend.methods import METHOD_NAMES as METHODS
-from backend.config import REPO_ROOT, Config
+from backend.config import REPO_ROOT, AgentConfig, Config
 from backend.eval.datasets import load_questions
 from backend.eval.results import ResultsFile
 from backend.events import Event
@@ -46,6 +46,8 @@ class EvalSpec:
     seed: int = 0
     label: str = ""  # how reports name this evaluation; default: method (+ warm-up)
     memory_from: Path | None = None  # a finished evaluation folder whose memory this one starts from
+    skip: int = 0  # questions of `data` left out before the first one asked
+    teach: bool = False  # ask without ground truth, then give it as a person's typed right answer (the UI's feedback)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -58,7 +60,9 @@ class EvalSpec:
 
     def check_inputs(self) -> None:
         """Read the question files now, so that a bad file fails before any model is loaded."""
-        load_questions(self.data, limit=self.limit)
+        load_questions(self.data, limit=self.limit, skip=self.skip)
+        if self.teach and self.warm_from is not None:
+            raise EvalError("--teach goes without --warm-from: the taught questions are the evaluation's own.")
         if self.warm_from is not None:
             load_questions(self.warm_from, limit=self.warm_limit)
         if self.memory_from is not None:
@@ -81,6 +85,8 @@ class EvalSpec:
     def display_label(self) -> str:
         if self.label:
             return self.label
+        if self.teach:
+            return f"{self.method} (taught)"
         if self.memory_from is not None:
             return f"{self.method} (memory of {Path(self.memory_from).name})"
         if self.warm_from is None:
@@ -185,6 +191,8 @@ def manifest_for(spec: EvalSpec, config: Config) -> dict:
         "warm_from": portable_path(spec.warm_from) if spec.warm_from else None,
         "warm_limit": spec.warm_limit,
         "memory_from": portable_path(spec.memory_from) if spec.memory_from else None,
+        "skip": spec.skip,
+        "teach": spec.teach,
         "seed": spec.seed,
         "models": role_identity(config),
         "agent": asdict(config.agent),
@@ -231,8 +239,12 @@ def read_manifest(out_dir: Path) -> dict:
 
 def with_later_defaults(manifest: dict) -> dict:
     """A manifest written before an option or setting existed, as the evaluation it records: it ran
-    without that option (no --memory-from) and with the setting off (strategies_by_type)."""
+    without that option (no --memory-from, --skip or --teach) and with the setting off (strategies_by_type).
+    Before a person's answers were recalled no memory held one, so any taught_min_similarity ran alike."""
     manifest.setdefault("memory_from", None)
+    manifest.setdefault("skip", 0)
+    manifest.setdefault("teach", False)
     if isinstance(manifest.get("agent"), dict):
         manifest["agent"].setdefault("strategies_by_type", False)
+        manifest["agent"].setdefault("taught_min_similarity", AgentConfig().taught_min_similarity)
     return manifest

@@ -63,3 +63,13 @@ def test_missing_file_and_bad_limit(tmp_path):
         load_questions(tmp_path / "nope.jsonl")
     with pytest.raises(DatasetError, match="at least 1"):
         load_questions(DEV, limit=0)
+
+
+def test_skip_takes_the_questions_after_the_first_ones():
+    first_five = load_questions(DEV, limit=5)
+    assert load_questions(DEV, skip=2, limit=3) == first_five[2:]
+    assert len(load_questions(DEV, skip=290)) == 10
+    with pytest.raises(DatasetError, match="holds 300 questions, none after the first 300"):
+        load_questions(DEV, skip=300)
+    with pytest.raises(DatasetError, match="--skip must be 0 or more"):
+        load_questions(DEV, skip=-1)

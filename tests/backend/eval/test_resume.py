@@ -126,3 +126,32 @@ def test_a_second_pass_starts_from_a_copy_of_a_finished_evaluations_memory(smoke
     assert main(["--data", str(DEV), "--method", "none", "--limit", "1", "--memory-from", str(source),
                  "--out", str(tmp_path / "other"), "--config", str(eval_config_file), "--no-progress"]) == 2
     assert not (tmp_path / "other").exists()
+
+
+def test_teach_and_retest_answers_every_taught_question_from_what_was_taught(eval_config_file, embedder, tmp_path):
+    """--teach asks without ground truth and then gives it as a typed right answer, as a person does in
+    the app; a second pass from that memory (--memory-from) answers each question with it. --skip
+    takes the questions after the first ones."""
+    from backend.eval.__main__ import main
+    from backend.eval.datasets import load_questions
+    from backend.eval.spec import MEMORY_FILE, ROWS_FILE as ROWS
+    from memory_db import MemoryStore
+
+    taught, retest = tmp_path / "taught", tmp_path / "retest"
+    common = ["--data", str(DEV), "--method", "mia", "--skip", "3", "--limit", "2", "--config", str(eval_config_file),
+              "--no-progress"]
+    assert main(common + ["--teach", "--out", str(taught)]) == 0
+    questions = load_questions(DEV, skip=3, limit=2)
+    rows = ResultsFile(taught / ROWS).read()
+    assert [r.id for r in rows] == [q.id for q in questions]
+    assert all(r.judge_method == "taught: the Judge against the typed right answer" for r in rows)
+    store = MemoryStore(f"sqlite:///{taught / MEMORY_FILE}", embedder=embedder)
+    answers = {m.question: m.provenance.get("taught_answer") for m in store.list(namespace="eval-mia", limit=10)}
+    store.close()
+    assert answers == {q.question: q.answer for q in questions}
+    manifest = json.loads((taught / "eval.json").read_text(encoding="utf-8"))
+    assert (manifest["teach"], manifest["skip"], manifest["label"]) == (True, 3, "mia (taught)")
+
+    assert main(common + ["--memory-from", str(taught), "--out", str(retest)]) == 0
+    again = ResultsFile(retest / ROWS).read()
+    assert [(r.answer, r.verdict) for r in again] == [(q.answer, "correct") for q in questions]
