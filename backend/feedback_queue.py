@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
-from memory_db import InvalidMemoryError, MemoryStore, QueueEntry
+from backend.config import AgentConfig
+from memory_db import InvalidMemoryError, LeaseFence, MemoryStore, QueueEntry
+from memory_db.learning_queue import choice_field, read_item, text_field, text_list_field, time_field
 
 FEEDBACK, SIGNAL = "feedback", "signal"
+MAX_QUESTION_CHARS = AgentConfig.max_question_chars  # the agent's cap on a question
+MAX_ANSWER_CHARS = 16_000
+MAX_TYPED_CHARS = 4_000  # a right answer or a comment (backend.feedback caps what a person types)
 
 
 class QueueWriteError(OSError):
@@ -42,22 +47,24 @@ class FeedbackItem:
     feedback_id: str = ""  # the queue key its memory changes are recorded under (empty in old queue files)
 
 
-_FIELDS = {f.name for f in fields(FeedbackItem)}
+# A FeedbackItem's fields as read back from the queue, whose rows may hold anything.
+FEEDBACK_FIELDS = {
+    "run_id": text_field(200), "namespace": text_field(200), "user": text_field(200),
+    "question": text_field(MAX_QUESTION_CHARS), "answer": text_field(MAX_ANSWER_CHARS),
+    "thumbs": choice_field(None, "up", "down"), "right_answer": text_field(MAX_TYPED_CHARS, nullable=True),
+    "comment": text_field(MAX_TYPED_CHARS, nullable=True), "label_before": text_field(40),
+    "label_after": text_field(40), "judge_method": text_field(1000), "memory_id": text_field(64, nullable=True),
+    "memories_used": text_list_field(200, 64, required=False), "at": time_field(required=False),
+    "feedback_id": text_field(64, required=False),
+}
 
 
 def item_from_entry(entry: QueueEntry) -> FeedbackItem:
-    """The entry's FeedbackItem; ValueError naming the entry when it cannot be one."""
-    if entry.item is None:
-        raise ValueError(entry.problem)
-    unknown = set(entry.item) - _FIELDS
-    if unknown:
-        raise ValueError(f"entry {entry.seq} has unknown fields {', '.join(sorted(unknown))}")
-    try:
-        item = FeedbackItem(**entry.item)
-    except TypeError as exc:
-        raise ValueError(f"entry {entry.seq} is not a feedback item ({exc})") from None
-    if item.namespace != entry.namespace or item.run_id != entry.run_id:
-        raise ValueError(f"entry {entry.seq}'s item names another namespace or run than its row")
+    """The entry's FeedbackItem with every field typed; ValueError (memory_db.QueueItemError) naming
+    the entry and the field when it cannot be one."""
+    item = FeedbackItem(**read_item(entry, FEEDBACK_FIELDS))
+    if item.run_id != entry.run_id:
+        raise ValueError(f"entry {entry.seq}'s item names another run than its row")
     return item
 
 
@@ -132,5 +139,16 @@ class FeedbackQueue:
     def untaken_count(self, namespace: str | None = None) -> int:
         return self.store.queue_count(namespace=namespace, untaken=True)
 
-    def mark_taken(self, seqs: list[int], owner: str) -> int:
-        return self.store.mark_queue_taken(seqs, owner=owner)
+    def mark_taken(self, seqs: list[int], owner: str, fence: LeaseFence | None = None) -> int:
+        return self.store.mark_queue_taken(seqs, owner=owner, fence=fence)
+
+    def quarantine(self, problems: dict[int, str], owner: str, fence: LeaseFence | None = None) -> int:
+        """Set unreadable entries aside with their reasons (taken, kept for an admin to see)."""
+        return self.store.quarantine_queue_entries(problems, owner=owner, fence=fence)
+
+    def quarantined(self, limit: int | None = None) -> list[QueueEntry]:
+        """The entries set aside, newest first."""
+        return self.store.queue_entries(quarantined=True, limit=limit, newest_first=True)
+
+    def quarantined_count(self) -> int:
+        return self.store.queue_count(quarantined=True)

@@ -13,8 +13,8 @@ from .errors import (
     UndoConflictError,
     UnreadableMemoryError,
 )
-from .learning_queue import QueueEntry
-from .lease import LeaseHeld, LeaseState, LearnerLease
+from .learning_queue import QueueEntry, QueueItemError
+from .lease import LeaseFence, LeaseHeld, LeaseLost, LeaseState, LearnerLease
 from .records import (
     MODALITIES,
     QUESTION_TYPES,
@@ -30,7 +30,7 @@ from .vector_index import IndexSettings
 
 __all__ = [
     "CapacityError", "ContrastiveMemories", "Embedder", "HistoryEntry", "HistoryNotFoundError",
-    "IMPORT_EXISTING", "ImportFileError", "LearnerLease", "LeaseHeld", "LeaseState", "ImportOutcome", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
-    "MemoryNotFoundError", "MemoryStore", "MemoryStoreError", "NewMemory", "QUESTION_TYPES", "QueueEntry",
+    "IMPORT_EXISTING", "ImportFileError", "LearnerLease", "LeaseFence", "LeaseHeld", "LeaseLost", "LeaseState", "ImportOutcome", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
+    "MemoryNotFoundError", "MemoryStore", "MemoryStoreError", "NewMemory", "QUESTION_TYPES", "QueueEntry", "QueueItemError",
     "ScoredMemory", "UndoConflictError", "UnreadableMemory", "UnreadableMemoryError", "get_embedder",
 ]

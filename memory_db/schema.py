@@ -82,7 +82,8 @@ recorded_verdicts = Table(
 
 # Test-time learning's queue: people's feedback (kind "feedback") and questions to learn from (kind
 # "signal"), in order. A feedback row is inserted in the transaction that applies its verdict; the
-# learner marks rows taken once it has them (taken_at), so a restarted learner reads the rest.
+# learner marks rows taken once it has them (taken_at), so a restarted learner reads the rest. A row
+# it cannot read is quarantined: taken, kept, with `quarantine` saying why, so it never blocks the rest.
 learning_queue = Table(
     "learning_queue",
     metadata,
@@ -95,13 +96,15 @@ learning_queue = Table(
     Column("created_at", DateTime, nullable=False),
     Column("taken_at", DateTime, nullable=True),
     Column("taken_by", String(200), nullable=True),
+    Column("quarantine", Text, nullable=True),
     Index("ix_learning_queue_namespace_run", "namespace", "run_id"),
     Index("ix_learning_queue_untaken", "taken_at", "seq"),
     sqlite_autoincrement=True,
 )
 
-# One row per learner of a deployment: who holds it (owner, heartbeat), what it publishes for the
-# app's Learning view (status), and what the app asks of it (paused; yield_until while users' runs go).
+# One row per learner of a deployment: who holds it (owner, heartbeat, and fence_token, counted up by
+# every acquire, which the holder's writes check), what it publishes for the app's Learning view
+# (status), and what the app asks of it (paused; yield_until while users' runs go).
 learner_leases = Table(
     "learner_leases",
     metadata,
@@ -111,4 +114,5 @@ learner_leases = Table(
     Column("paused", Boolean, nullable=False, server_default="0"),
     Column("yield_until", DateTime, nullable=True),
     Column("status", Text, nullable=True),
+    Column("fence_token", BigInteger, nullable=False, server_default="0"),
 )

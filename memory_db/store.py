@@ -15,6 +15,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,8 +33,16 @@ from .errors import (
     MemoryNotFoundError,
 )
 from .history import history_entry, reverted_state
-from .learning_queue import QueueEntry, check_entry, count_entries, insert_entry, mark_taken, read_entries
-from .lease import DEFAULT_TTL_S, LearnerLease
+from .learning_queue import (
+    QueueEntry,
+    check_entry,
+    count_entries,
+    insert_entry,
+    mark_taken,
+    quarantine_entries,
+    read_entries,
+)
+from .lease import DEFAULT_TTL_S, LearnerLease, LeaseFence
 from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, eviction_order, is_verified, new_is_better,
                         replaces_exact_duplicate, with_outcome)
 from .loading import index_new_rows, load_namespace
@@ -636,29 +645,47 @@ class MemoryStore:
         return self._commit(namespace, work)
 
     def queue_entries(self, *, namespace: str | None = None, kind: str | None = None, run_id: str | None = None,
-                      untaken: bool = False, limit: int | None = None) -> list[QueueEntry]:
-        """Queued entries in order (of one namespace, kind or run; only those no learner took)."""
+                      untaken: bool = False, quarantined: bool = False, limit: int | None = None,
+                      newest_first: bool = False) -> list[QueueEntry]:
+        """Queued entries in order (of one namespace, kind or run; only those no learner took; only
+        those the learner quarantined)."""
         if namespace is not None:
             check_namespace(namespace)
         with self._engine.connect() as conn:
-            return read_entries(conn, namespace=namespace, kind=kind, run_id=run_id, untaken=untaken, limit=limit)
+            return read_entries(conn, namespace=namespace, kind=kind, run_id=run_id, untaken=untaken,
+                                quarantined=quarantined, limit=limit, newest_first=newest_first)
 
-    def queue_count(self, *, namespace: str | None = None, kind: str | None = None, untaken: bool = False) -> int:
+    def queue_count(self, *, namespace: str | None = None, kind: str | None = None, untaken: bool = False,
+                    quarantined: bool = False) -> int:
         if namespace is not None:
             check_namespace(namespace)
         with self._engine.connect() as conn:
-            return count_entries(conn, namespace=namespace, kind=kind, untaken=untaken)
+            return count_entries(conn, namespace=namespace, kind=kind, untaken=untaken, quarantined=quarantined)
 
-    def mark_queue_taken(self, seqs: list[int], *, owner: str) -> int:
-        """The learner has these entries in its own state: a restarted learner does not read them again."""
+    def mark_queue_taken(self, seqs: list[int], *, owner: str, fence: LeaseFence | None = None) -> int:
+        """The learner has these entries in its own state: a restarted learner does not read them again.
+        With `fence`, LeaseLost (and nothing marked) unless the learner still holds the lease."""
         if not seqs:
             return 0
         with self._writer() as conn:
+            if fence is not None:
+                fence.check(conn)
             return mark_taken(conn, seqs, owner)
 
-    def learner_lease(self, name: str = "ttrl", ttl_s: float = DEFAULT_TTL_S) -> LearnerLease:
-        """The lease that keeps one learner per deployment on this database."""
-        return LearnerLease(self._engine, self._writer, name, ttl_s)
+    def quarantine_queue_entries(self, problems: dict[int, str], *, owner: str, fence: LeaseFence | None = None) -> int:
+        """Set entries the learner cannot read aside, each with the sentence saying why: taken, so they
+        never block the rest, and kept for an admin to see. `fence` as for mark_queue_taken."""
+        if not problems:
+            return 0
+        with self._writer() as conn:
+            if fence is not None:
+                fence.check(conn)
+            return quarantine_entries(conn, problems, owner)
+
+    def learner_lease(self, name: str = "ttrl", ttl_s: float = DEFAULT_TTL_S,
+                      clock: Callable[[], datetime] = utc_now) -> LearnerLease:
+        """The lease that keeps one learner per deployment on this database (`clock`: for tests)."""
+        return LearnerLease(self._engine, self._writer, name, ttl_s, clock)
 
     def recorded_verdicts(self, keys: list[str], *, namespace: str) -> set[str]:
         """Which of `keys` record_verdict has applied in `namespace`."""

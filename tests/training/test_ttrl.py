@@ -86,6 +86,28 @@ def test_feedback_becomes_the_signal_a_person_meant():
         Signal("Q?", "ground_truth", answer=" ")
 
 
+def test_a_queued_signal_learns_in_its_rows_namespace_or_is_refused():
+    from datetime import datetime, timezone
+
+    from memory_db import QueueEntry
+    from training.ttrl.signals import signal_of_entry
+
+    def entry(**item):
+        base = {"question": "Q?", "kind": "ground_truth", "answer": "A", "source": "ground_truth:r1"}
+        return QueueEntry(5, "k", "alice", "signal", "r1", {**base, **item}, datetime.now(timezone.utc), None, None)
+
+    assert signal_of_entry(entry()).namespace == "alice"  # not "default": the row's namespace
+    assert signal_of_entry(entry(at="2025-01-02T00:00:00+00:00")).at == 1735776000.0
+    with pytest.raises(ValueError, match="entry 5, 'namespace' is not its row's namespace"):
+        signal_of_entry(entry(namespace="bob"))
+    with pytest.raises(ValueError, match="entry 5, 'question' is 4,001 characters, over the 4,000 allowed"):
+        signal_of_entry(entry(question="q" * 4001))
+    with pytest.raises(SignalError, match="entry 5: a ground_truth signal needs the answer"):
+        signal_of_entry(entry(answer=" "))
+    with pytest.raises(SignalError, match="are text"):
+        Signal(123, "ground_truth", answer="A")
+
+
 def test_a_rejected_answer_is_graded_wrong_and_a_gold_one_right(tiny_model):
     rejected = SignalGrader(Signal("Capital of France?", "rejected", answer="Lyon"), _judge(tiny_model))
     assert rejected.correct("Capital of France?", " lyon. ") is False
@@ -112,21 +134,29 @@ def test_budget_is_a_sliding_hour():
     assert budget.allows(4) and budget.seconds_until(4) == 0.0
 
 
+def _staged_adapter(store: VersionStore, text: str) -> Path:
+    staged = store.staging_dir()
+    (staged / "adapter_config.json").write_text(text)
+    return staged
+
+
 def test_versions_pointer_and_rules(tmp_path):
     store = VersionStore(tmp_path)
     assert [v.number for v in store.all()] == [0] and store.current().number == 0
-    number, adapter = store.next_adapter_dir()
-    store.record(Version(number, adapter_dir=str(adapter), canary_reward=0.2))
-    store.make_current(number)
-    assert store.current().number == 1
-    rejected_number, adapter = store.next_adapter_dir()
-    store.record(Version(rejected_number, status=REJECTED, adapter_dir=str(adapter)))
+    first = store.add(_staged_adapter(store, "first"), Version(0, canary_reward=0.2), make_current=True)
+    assert first.number == 1 and store.current().number == 1
+    assert (Path(first.adapter_dir) / "adapter_config.json").read_text() == "first"
+    (tmp_path / "versions" / "v0002" / "adapter").mkdir(parents=True)  # left by a crash: skipped
+    rejected = store.add(_staged_adapter(store, "worse"), Version(0, status=REJECTED), make_current=False)
+    assert rejected.number == 3 and store.current().number == 1
+    assert not any((tmp_path / "staging").iterdir())  # each staged adapter moved into its version
     with pytest.raises(VersionError, match="rejected"):
-        store.make_current(rejected_number)
+        store.make_current(rejected.number)
     with pytest.raises(VersionError, match="no Planner version 9"):
         store.make_current(9)
     store.make_current(0)
     assert VersionStore(tmp_path).current().number == 0  # the pointer is on disk
+    assert not [p.name for p in tmp_path.glob(".*.tmp")]  # every write renamed its own temporary file
 
 
 # -- the non-parametric side ----------------------------------------------------------------------
@@ -446,7 +476,6 @@ def test_a_failing_update_pauses_learning_with_the_reason(make_learner, tmp_path
     learner.submit(Signal(QUESTIONS[0][0], "ground_truth", "alice", QUESTIONS[0][1], "stream"))
     assert learner.work_once() == "processed"
     learner.batch[0].rewards = [0.75, 0.05]
-    (tmp_path / "ttrl" / "versions" / "v0001" / "adapter").mkdir(parents=True)  # left by a crash: skipped
 
     def disk_full(target):  # a full disk cannot be produced for real in a test
         raise OSError(28, "No space left on device")
@@ -457,7 +486,8 @@ def test_a_failing_update_pauses_learning_with_the_reason(make_learner, tmp_path
     status = learner.status()
     assert status.paused and "learning is paused" in status.last_error and "No space left" in status.last_error
     assert learner.work_once() == "paused"
-    assert (tmp_path / "ttrl" / "versions" / "v0002" / "adapter").is_dir()  # the stray v0001 was not reused
+    assert [v.number for v in learner.versions.all()] == [0]  # no version, and no staged adapter left behind
+    assert not any((tmp_path / "ttrl" / "staging").iterdir())
 
 
 # -- llama.cpp Planner: the LoRA is trained on a transformers copy and applied as a GGUF adapter ------

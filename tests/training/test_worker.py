@@ -10,16 +10,18 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from backend.feedback import FeedbackItem, FeedbackQueue
 from backend.manager import Manager
-from memory_db import MemoryStore
-from training.ttrl import TestTimeLearner
+from memory_db import LeaseLost, MemoryStore
+from training.ttrl import TestTimeLearner, Version
 from training.ttrl.gate import YieldGate
-from training.ttrl.worker import LearnerWorker
+from training.ttrl.worker import LearnerWorker, published_status
 from tests.conftest import worker_config_file
 from tests.training.conftest import CANARY, REPO
 from tests.training.conftest import QUESTIONS as TTRL_QUESTIONS
@@ -99,7 +101,7 @@ def test_a_killed_worker_restarts_without_losing_or_repeating_a_signal(tmp_path,
         reopened.close()
 
 
-def _learner(tmp_path, model_dir, tools, store, gate=None) -> TestTimeLearner:
+def _learner(tmp_path, model_dir, tools, store, gate=None, owner="w1") -> TestTimeLearner:
     from backend.config import LearningConfig
     from backend.llm.embedded import EmbeddedChatModel
 
@@ -108,7 +110,7 @@ def _learner(tmp_path, model_dir, tools, store, gate=None) -> TestTimeLearner:
                               canary_size=1, max_turns=1, max_new_tokens=16, poll_seconds=0.05, lora_r=4, lora_alpha=8)
     return TestTimeLearner(settings, root=tmp_path / "ttrl", planner_base_dir=model_dir, executor_model=model,
                            judge_model=model, manager=Manager(model, store), tools=tools, canary_path=CANARY,
-                           feedback_queue=FeedbackQueue(store), gate=gate, owner="w1")
+                           feedback_queue=FeedbackQueue(store), gate=gate, owner=owner)
 
 
 def test_the_worker_gives_way_while_a_users_question_runs(tmp_path, tiny_model_dir, wiki_tools, embedder):
@@ -156,4 +158,97 @@ def test_pause_from_the_app_reaches_the_worker(tmp_path, tiny_model_dir, wiki_to
         assert worker.run(learner, until_idle=True) == 0 and learner.paused
         assert store.queue_count(untaken=True) == 1  # nothing was taken while paused
     finally:
+        store.close()
+
+
+def test_a_mistyped_queue_row_is_quarantined_and_the_rows_after_it_are_learned(tmp_path, tiny_model_dir, wiki_tools,
+                                                                               embedder):
+    store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
+    try:
+        queue = FeedbackQueue(store)
+        queue.submit(_feedback(0, *QUESTIONS[0]))
+        store.enqueue("bad-signal", namespace="alice", kind="signal", run_id="run-bad",  # entry 2
+                      item={"question": 123, "kind": "ground_truth", "answer": "x", "source": "ground_truth:run-bad"})
+        queue.submit(FeedbackItem(**{**asdict(_feedback(2, *QUESTIONS[2])), "at": "yesterday"}))  # entry 3
+        queue.add_signal("good-signal", namespace="alice", run_id="run3",
+                         signal={"question": QUESTIONS[1][0], "kind": "ground_truth", "answer": QUESTIONS[1][1],
+                                 "source": "ground_truth:run3"})
+        lease = store.learner_lease()
+        worker = LearnerWorker(lease, "w1", heartbeat_s=0.2)
+        worker.acquire()
+        learner = _learner(tmp_path, tiny_model_dir, wiki_tools, store)
+        assert learner.pending_count() == 2  # what the Learning view asks: the bad rows count for nothing
+
+        assert worker.run(learner, until_idle=True) == 2  # the good rows before and after the bad ones
+        assert queue.untaken_count() == 0
+        quarantined = {e.seq: e.quarantine for e in queue.quarantined()}
+        assert quarantined == {2: "entry 2, 'question' is not text",
+                               3: "entry 3, 'at' is not a time (seconds since 1970, or an ISO 8601 date)"}
+        note = ("2 queue rows quarantined: entry 3, 'at' is not a time (seconds since 1970, or an ISO 8601 date); "
+                "entry 2, 'question' is not text")
+        assert learner.status().quarantined == note
+        assert lease.read().status["status"]["quarantined"] == note  # published for the app's Learning view
+        sources = [record["source"] for record in learner.read_log("signals.jsonl")]
+        assert sources == ["feedback:run0", "ground_truth:run3"]
+        # The app's queue listing skips the row it cannot show and says why.
+        assert [item.run_id for item in queue.items(skip_damaged=True)] == ["run0"]
+        assert any("entry 3, 'at' is not a time" in problem for problem in queue.damage())
+        again = _learner(tmp_path, tiny_model_dir, wiki_tools, store, owner="w2")  # a restarted worker
+        assert again.status().quarantined == note and again.poll_feedback() == 0
+    finally:
+        store.close()
+
+
+T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def test_a_stalled_worker_is_fenced_out_and_nothing_is_learned_twice(tmp_path, tiny_model_dir, wiki_tools, embedder):
+    """Worker A takes the queue, then stalls past its lease (as under SIGSTOP); worker B takes over and
+    learns the first signal; A wakes up and tries to go on: every write it tries is refused."""
+    store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
+    other_process = MemoryStore(store.url, embedder=embedder)
+    root = tmp_path / "ttrl"
+    try:
+        queue = FeedbackQueue(store)
+        for i in range(2):
+            queue.submit(_feedback(i, *QUESTIONS[i]))
+        lease_a = store.learner_lease(ttl_s=60, clock=lambda: T0)
+        worker_a = LearnerWorker(lease_a, "A")
+        worker_a.fence = lease_a.acquire("A")
+        learner_a = _learner(tmp_path, tiny_model_dir, wiki_tools, store, owner="A")
+        worker_a.learner = learner_a
+        assert learner_a.poll_feedback() == 2 and queue.untaken_count() == 0
+
+        # A stalls; its lease expires and B takes over, reading the signals A saved.
+        lease_b = other_process.learner_lease(ttl_s=60, clock=lambda: T0 + timedelta(seconds=61))
+        worker_b = LearnerWorker(lease_b, "B")
+        worker_b.fence = lease_b.acquire("B")
+        learner_b = _learner(tmp_path, tiny_model_dir, wiki_tools, store, owner="B")
+        worker_b.learner = learner_b
+        assert learner_b.work_once() == "processed"
+        files = {name: (root / name).read_bytes() for name in ("state.json", "batch.jsonl", "signals.jsonl")}
+        memories = store.count(namespace="alice")
+        assert memories >= 1 and json.loads(files["state.json"])["pending"][0]["source"] == "feedback:run1"
+
+        # A wakes up mid-signal: its rollouts finish, then its first write is refused and it stops.
+        assert worker_a.run(learner_a, until_idle=True) == 0 and worker_a.lost
+        assert lease_b.read().owner == "B"  # A did not release B's lease on its way out
+        queue.submit(_feedback(2, *QUESTIONS[2]))
+        with pytest.raises(LeaseLost):
+            learner_a.poll_feedback()  # saving the new entry as pending is refused: it stays queued
+        with pytest.raises(LeaseLost):
+            queue.mark_taken([queue.untaken()[0].seq], "A", worker_a.fence)
+        assert lease_a.heartbeat(worker_a.fence, published_status(learner_a)) is None
+        with pytest.raises(LeaseLost):
+            learner_a.versions.add(learner_a.versions.staging_dir(), Version(0), make_current=True)
+        with pytest.raises(LeaseLost):
+            learner_a.rollback(0)
+
+        assert queue.untaken_count() == 1 and lease_b.read().status == {}
+        assert {name: (root / name).read_bytes() for name in files} == files  # state, batch and log are B's
+        assert store.count(namespace="alice") == memories  # A stored no memory
+        assert [v.number for v in learner_b.versions.all()] == [0] and not (root / "current.json").exists()
+        assert [json.loads(line)["source"] for line in files["signals.jsonl"].splitlines()] == ["feedback:run0"]
+    finally:
+        other_process.close()
         store.close()

@@ -14,7 +14,15 @@ samples rollouts with its own copy of the Planner (the policy) and trains it. Th
 
 Pending signals and the scored batch survive a restart (``state.json``, ``batch.jsonl``). A learner
 stopped between saving its signals and marking their entries taken reads those entries again and
-drops them (one signal per run: a repeat teaches what the pending or learned one does).
+drops them (one signal per run: a repeat teaches what the pending or learned one does). An entry
+that cannot be read is quarantined (kept in the queue with its reason, never read again) and the
+Learning view says so; the entries after it are taken as usual.
+
+A worker's learner holds the lease's fence (``fence``): each of its writes checks it, in the database
+transaction that marks entries taken, and around the rename of each file it writes (state, batch,
+logs, versions), so a learner that stalled past its lease and woke up after another took over
+stops (LeaseLost) without writing. One window remains: memories a rollout stores go through the
+store's own transactions, so the fence is checked just before them, not with them.
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -37,6 +47,7 @@ from backend.judge import Judge
 from backend.llm.base import ChatModel
 from backend.manager import Manager
 from backend.tools.base import Tool
+from memory_db import LeaseFence, LeaseLost
 from training.episode import EpisodeSettings
 from training.grpo import group_advantages, grpo_update
 from training.policy import LoraSettings, PolicyChatModel, TurnSample
@@ -45,9 +56,11 @@ from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
 from training.ttrl.gate import GatedModel, YieldGate
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
-from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_json_atomically
+from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
 
 log = logging.getLogger(__name__)
+
+QUARANTINE_SHOWN = 3  # quarantined queue entries the status names (newest first)
 
 
 def _run_key(signal: Signal) -> str:
@@ -85,6 +98,14 @@ def _lesson(signal: Signal) -> str:
     return f"{signal.kind}:{signal.answer}"
 
 
+def quarantine_note(count: int, newest_problems: list[str]) -> str:
+    """The sentence the Learning view shows about quarantined queue entries ("" when there are none)."""
+    if not count:
+        return ""
+    more = f"; and {count - len(newest_problems)} more" if count > len(newest_problems) else ""
+    return f"{count} queue row{'s' if count != 1 else ''} quarantined: {'; '.join(newest_problems)}{more}"
+
+
 @dataclass
 class LearnerStatus:
     enabled: bool
@@ -99,6 +120,7 @@ class LearnerStatus:
     versions: list[Version]
     last_error: str = ""
     updates_running: bool = False
+    quarantined: str = ""  # quarantine_note: queue entries the learner could not read and set aside
 
 
 @dataclass
@@ -154,8 +176,11 @@ class TestTimeLearner:
         self.canary = load_canary(canary_path, settings.canary_size)
         self.feedback_queue = feedback_queue  # backend.feedback_queue.FeedbackQueue (the database's)
         self.owner = owner or learner_owner()
+        # A worker's hold on the learner lease (set by training.ttrl.worker); None: a learner alone by
+        # construction (the app's own thread, a test), whose writes check nothing.
+        self.fence: LeaseFence | None = None
         self.on_promote = on_promote
-        self.versions = VersionStore(self.root)
+        self.versions = VersionStore(self.root, hold=self._holding)
         self.reward_weights = reward_weights
         self.episode_settings = replace(
             app_settings or EpisodeSettings(memory_k=memory_k, guided=guided),
@@ -172,6 +197,7 @@ class TestTimeLearner:
         self._optimizer: torch.optim.Optimizer | None = None
         self.activity = "idle"
         self.last_error = ""
+        self.quarantined = self._quarantine_note()
         state = self._read_state()
         self.paused: bool = state.get("paused", False)
         self.pending: list[Signal] = [Signal(**s) for s in state.get("pending", [])]
@@ -185,6 +211,14 @@ class TestTimeLearner:
 
     def _gated(self, model):
         return GatedModel(model, self.gate) if self.gate is not None and model is not None else model
+
+    def _holding(self) -> AbstractContextManager:
+        """The context this learner's file changes are made in: the lease's fence, when it holds one."""
+        return self.fence.holding() if self.fence is not None else nullcontext()
+
+    def _check_fence(self) -> None:
+        if self.fence is not None:
+            self.fence.verify()
 
     # -- persistence ------------------------------------------------------------------------------
     @property
@@ -203,7 +237,7 @@ class TestTimeLearner:
             "paused": self.paused,
             "pending": [s.to_dict() for s in self.pending], "budget": self.budget.spent_times(),
             "learned_from": self.learned_from,
-        })
+        }, self._holding)
 
     def _read_batch(self) -> list[_Group]:
         if not self._batch_path.exists():
@@ -211,13 +245,12 @@ class TestTimeLearner:
         return [_Group(**json.loads(line)) for line in self._batch_path.read_text(encoding="utf-8").splitlines() if line]
 
     def _save_batch(self) -> None:
-        tmp = self._batch_path.with_name(".batch.jsonl.tmp")
-        tmp.write_text("".join(json.dumps(asdict(g)) + "\n" for g in self.batch), encoding="utf-8")
-        tmp.replace(self._batch_path)
+        write_atomically(self._batch_path, "".join(json.dumps(asdict(g)) + "\n" for g in self.batch), self._holding)
 
     def _log(self, name: str, record: dict) -> None:
-        with (self.root / name).open("a", encoding="utf-8") as fp:
-            fp.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._holding(), (self.root / name).open("a", encoding="utf-8") as fp:
+            fp.write(line)
 
     def read_log(self, name: str) -> list[dict]:
         path = self.root / name
@@ -263,6 +296,7 @@ class TestTimeLearner:
                 budget_left=self.budget.left(), rollouts_per_hour=self.settings.rollouts_per_hour,
                 current_version=self.versions.current().number, versions=self.versions.all(),
                 last_error=self.last_error, updates_running=self.activity.startswith(("updating", "canary")),
+                quarantined=self.quarantined,
             )
 
     # -- the worker -------------------------------------------------------------------------------
@@ -334,19 +368,39 @@ class TestTimeLearner:
 
     def poll_feedback(self) -> int:
         """Take the queue's new entries into pending signals; returns how many became signals. The
-        signals are saved before their entries are marked taken (see the module's docstring)."""
+        signals are saved before their entries are marked taken (see the module's docstring); an
+        entry that cannot be read is quarantined with its reason."""
         if self.feedback_queue is None:
             return 0
         entries = self.feedback_queue.untaken()
         if not entries:
             return 0
-        signals = [s for s in (signal_of_entry(e) for e in entries) if s is not None]
+        signals, problems = [], {}
+        for entry in entries:
+            try:
+                signal = signal_of_entry(entry)
+            except ValueError as problem:
+                log.warning("learning-queue entry %s is quarantined (kept in the queue, never read again): %s",
+                            entry.seq, problem)
+                problems[entry.seq] = str(problem)
+                continue
+            if signal is not None:
+                signals.append(signal)
         with self._lock:
             for signal in signals:
                 self._add_pending(signal)
             self._save_state()
-        self.feedback_queue.mark_taken([e.seq for e in entries], self.owner)
+        if problems:
+            self.feedback_queue.quarantine(problems, self.owner, self.fence)
+            self.quarantined = self._quarantine_note()
+        self.feedback_queue.mark_taken([e.seq for e in entries if e.seq not in problems], self.owner, self.fence)
         return len(signals)
+
+    def _quarantine_note(self) -> str:
+        if self.feedback_queue is None:
+            return ""
+        newest = self.feedback_queue.quarantined(limit=QUARANTINE_SHOWN)
+        return quarantine_note(self.feedback_queue.quarantined_count(), [e.quarantine for e in newest])
 
     def _add_pending(self, signal: Signal) -> None:
         """One signal per run: later feedback on a run whose signal waits replaces it (the latest word
@@ -379,6 +433,8 @@ class TestTimeLearner:
             signal = self.pending[0]
         try:
             outcome = self.process(signal)
+        except LeaseLost:
+            raise
         except Exception as exc:  # one bad signal must not stop learning; it is logged and dropped
             log.exception("test-time learning failed on %r", signal.question)
             self.last_error = f"{type(exc).__name__}: {exc} (question: {signal.question[:80]!r}; skipped)"
@@ -393,6 +449,8 @@ class TestTimeLearner:
         if len(self.batch) >= self.settings.signals_per_update:
             try:
                 self.update()
+            except LeaseLost:
+                raise
             except Exception as exc:  # e.g. a full disk: stop learning rather than retry forever
                 log.exception("test-time learning update failed")
                 self.last_error = (f"The Planner update failed ({type(exc).__name__}: {exc}); learning is paused. "
@@ -434,6 +492,7 @@ class TestTimeLearner:
                                 grader=grader, settings=self.episode_settings, memory_text=memory_text,
                                 n=self.settings.rollouts_per_signal, weights=self.reward_weights)
         version = self.versions.current().name
+        self._check_fence()  # the store's own transactions write the memories (the window the module names)
         stored = consolidate(signal, rollouts, manager=self.manager, memories_used=used, version=version)
         outcome = SignalOutcome(signal, rollouts, used, stored, time.perf_counter() - started)
         with self._lock:
@@ -484,30 +543,31 @@ class TestTimeLearner:
         stats = grpo_update(policy.model, self._optimizer, list(zip(episodes, advantages)),
                             temperature=self.settings.temperature, before_each=self.gate.wait)
         update_seconds = time.perf_counter() - started
-        number, adapter_dir = self.versions.next_adapter_dir()
-        policy.save_adapter(adapter_dir)
-        self.activity = f"canary: checking Planner v{number:04d}"
-        result = self._canary(policy)
-        tolerance = self.settings.canary_tolerance
-        promoted = result.reward >= parent.canary_reward - tolerance
-        rolled_back = self.versions.current().number != parent.number  # a rollback happened meanwhile
-        version = Version(
-            number=number, status=PROMOTED if promoted else REJECTED, parent=parent.number,
-            train_reward=sum(rewards) / len(rewards), canary_reward=result.reward,
-            parent_canary_reward=parent.canary_reward, update_seconds=update_seconds, canary_seconds=result.seconds,
-            signals=len(self.batch), rollouts=len(rewards), adapter_dir=str(adapter_dir),
-            note=(f"GRPO on {stats.tokens} tokens, loss {stats.loss:.4f}; canary {result.correct}/{result.questions} "
-                  f"correct, reward {result.reward:.3f} vs {parent.canary_reward:.3f}"
-                  + ("; discarded: the Planner was rolled back during the update" if rolled_back else "")),
-        )
-        promoted = promoted and not rolled_back
-        self.versions.record(version)
+        staged = self.versions.staging_dir()
+        try:
+            policy.save_adapter(staged)
+            self.activity = "canary: checking the updated Planner"
+            result = self._canary(policy)
+            tolerance = self.settings.canary_tolerance
+            passed = result.reward >= parent.canary_reward - tolerance
+            rolled_back = self.versions.current().number != parent.number  # a rollback happened meanwhile
+            promoted = passed and not rolled_back
+            version = self.versions.add(staged, Version(
+                number=0, status=PROMOTED if passed else REJECTED, parent=parent.number,
+                train_reward=sum(rewards) / len(rewards), canary_reward=result.reward,
+                parent_canary_reward=parent.canary_reward, update_seconds=update_seconds,
+                canary_seconds=result.seconds, signals=len(self.batch), rollouts=len(rewards),
+                note=(f"GRPO on {stats.tokens} tokens, loss {stats.loss:.4f}; canary {result.correct}/"
+                      f"{result.questions} correct, reward {result.reward:.3f} vs {parent.canary_reward:.3f}"
+                      + ("; discarded: the Planner was rolled back during the update" if rolled_back else "")),
+            ), make_current=promoted)
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)  # gone already once it became a version
         with self._lock:
             self.batch = []
             self._save_batch()
             if promoted:
-                self.versions.make_current(number)
-                self._policy_version = number
+                self._policy_version = version.number
             else:
                 policy.restore_trainable_state(before)
         self._log("updates.jsonl", {"at": time.time(), "event": "update", **asdict(version)})

@@ -10,15 +10,21 @@ Kinds of signal:
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import asdict, dataclass, field
 
+from backend.feedback_queue import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, SIGNAL, item_from_entry
 from backend.judge import Judge, answer_contains, normalize_answer
-
-log = logging.getLogger(__name__)
+from memory_db import QueueEntry
+from memory_db.learning_queue import choice_field, read_item, text_field, time_field
 
 KINDS = ("ground_truth", "rejected", "unsupervised")
+# A Signal's fields as read back from the learning queue, whose rows may hold anything.
+SIGNAL_FIELDS = {
+    "question": text_field(MAX_QUESTION_CHARS), "kind": choice_field(*KINDS),
+    "namespace": text_field(200, required=False), "answer": text_field(MAX_ANSWER_CHARS, required=False),
+    "source": text_field(200, required=False), "at": time_field(required=False),
+}
 
 
 class SignalError(ValueError):
@@ -37,6 +43,8 @@ class Signal:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise SignalError(f"signal kind must be one of {', '.join(KINDS)}, got {self.kind!r}.")
+        if not all(isinstance(text, str) for text in (self.question, self.namespace, self.answer, self.source)):
+            raise SignalError("a signal's question, namespace, answer and source are text.")
         if not self.question.strip():
             raise SignalError("a signal needs the question.")
         if self.kind != "unsupervised" and not self.answer.strip():
@@ -58,25 +66,30 @@ def signal_from_feedback(item) -> Signal | None:
     return None
 
 
-def signal_of_entry(entry) -> Signal | None:
-    """A learning-queue entry (memory_db.QueueEntry) as a signal, or None: a comment alone, or an
-    entry that cannot be read (logged; the learner goes on with the rest)."""
-    from backend.feedback_queue import SIGNAL, item_from_entry
-
+def signal_of_entry(entry: QueueEntry) -> Signal | None:
+    """A learning-queue entry as the signal it teaches, or None (a comment alone teaches nothing).
+    Every field is typed first: an entry that cannot be read raises ValueError naming the entry and
+    the field ("entry 17, 'question' is not text"), for the learner to quarantine it."""
     try:
         if entry.kind == SIGNAL:
-            if entry.item is None:
-                raise ValueError(entry.problem)
-            return Signal(**entry.item)
+            return Signal(**read_item(entry, SIGNAL_FIELDS))
         return signal_from_feedback(item_from_entry(entry))
-    except (ValueError, TypeError) as exc:
-        log.warning("learning-queue entry %s is skipped: %s", entry.seq, exc)
-        return None
+    except SignalError as exc:
+        raise SignalError(f"entry {entry.seq}: {exc}") from None
 
 
 def queued_signals(queue, namespace: str | None = None) -> int:
-    """How many entries of the learning queue no learner has taken yet would become signals (of one namespace)."""
-    return sum(1 for e in queue.untaken() if namespace in (None, e.namespace) and signal_of_entry(e) is not None)
+    """How many entries of the learning queue no learner has taken yet would become signals (of one
+    namespace); an entry that cannot be read counts for nothing (the learner quarantines it)."""
+    count = 0
+    for entry in queue.untaken():
+        if namespace not in (None, entry.namespace):
+            continue
+        try:
+            count += signal_of_entry(entry) is not None
+        except ValueError:
+            pass
+    return count
 
 
 class SignalGrader:

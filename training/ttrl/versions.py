@@ -3,9 +3,13 @@
     <root>/versions/v0003/adapter/     the LoRA adapter (peft format; vLLM's --enable-lora loads it too)
     <root>/versions/v0003/meta.json    rewards, canary results, status, timings
     <root>/current.json                {"version": 3}; written to a temporary file, then renamed
+    <root>/staging/<random>/           a new adapter, saved before it is a version (see VersionStore.add)
 
 Version 0 is the base model (no adapter). Statuses: ``promoted`` (passed the canary; may be current),
 ``rejected`` (did worse on the canary; kept for inspection, never loaded).
+
+Every change to the folder is a rename, made inside the store's `hold` (the worker's lease fence, see
+memory_db.LeaseFence.holding): a learner that lost the lease is refused before it changes anything.
 """
 
 from __future__ import annotations
@@ -14,8 +18,13 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+Hold = Callable[[], AbstractContextManager]
 
 PROMOTED, REJECTED = "promoted", "rejected"
 
@@ -49,20 +58,34 @@ class Version:
         return Path(self.adapter_dir) if self.adapter_dir else None
 
 
-def write_json_atomically(path: Path, payload: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as fp:
-        json.dump(payload, fp, indent=1)
-        fp.flush()
-        os.fsync(fp.fileno())
-    os.replace(tmp, path)
+def write_atomically(path: Path, text: str, hold: Hold = nullcontext) -> None:
+    """Write `text` to a temporary file of this call's own (two writers never share one), then rename
+    it over `path` inside `hold()`; a refused hold leaves `path` as it was and removes the temporary file."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fp:
+            fp.write(text)
+            fp.flush()
+            os.fsync(fp.fileno())
+        with hold():
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json_atomically(path: Path, payload: dict, hold: Hold = nullcontext) -> None:
+    write_atomically(path, json.dumps(payload, indent=1), hold)
 
 
 class VersionStore:
-    def __init__(self, root: Path) -> None:
+    """The versions of one learning folder. `hold`: the context every change is made in (a learner
+    worker's lease fence; the app's handle changes the pointer on a person's word and holds nothing)."""
+
+    def __init__(self, root: Path, hold: Hold = nullcontext) -> None:
         self.root = Path(root)
         self.versions_dir = self.root / "versions"
         self.versions_dir.mkdir(parents=True, exist_ok=True)
+        self._hold = hold
         self._lock = threading.Lock()
 
     def _meta_path(self, number: int) -> Path:
@@ -87,19 +110,36 @@ class VersionStore:
             return self.get(0)
         return self.get(int(json.loads(pointer.read_text(encoding="utf-8"))["version"]))
 
-    def next_adapter_dir(self) -> tuple[int, Path]:
-        with self._lock:
-            # folders count too: an update that crashed before writing meta.json leaves one behind
-            folders = [int(p.name[1:]) for p in self.versions_dir.glob("v[0-9]*") if p.name[1:].isdigit()]
-            number = max([v.number for v in self.all()] + folders) + 1
-            target = self.versions_dir / f"v{number:04d}" / "adapter"
-            target.mkdir(parents=True, exist_ok=False)
-            return number, target
+    def staging_dir(self) -> Path:
+        """An empty folder of this caller's own to save a new adapter in before it becomes a version."""
+        folder = self.root / "staging" / uuid.uuid4().hex
+        folder.mkdir(parents=True)
+        return folder
+
+    def _next_number(self) -> int:
+        # folders count too: an update that crashed before writing meta.json leaves one behind
+        folders = [int(p.name[1:]) for p in self.versions_dir.glob("v[0-9]*") if p.name[1:].isdigit()]
+        return max([v.number for v in self.all()] + folders) + 1
+
+    def add(self, staged_adapter: Path, version: Version, *, make_current: bool) -> Version:
+        """The adapter saved in `staged_adapter` becomes the next version: `version` with its number
+        and adapter folder given here, recorded, and made current when `make_current` (a promotion),
+        all inside one hold."""
+        with self._hold(), self._lock:
+            number = self._next_number()
+            folder = self.versions_dir / f"v{number:04d}"
+            folder.mkdir()
+            os.replace(staged_adapter, folder / "adapter")
+            version = replace(version, number=number, adapter_dir=str(folder / "adapter"))
+            write_json_atomically(folder / "meta.json", asdict(version))
+            if make_current:
+                self._write_pointer(number)
+        return version
 
     def record(self, version: Version) -> Version:
         path = self._meta_path(version.number)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomically(path, asdict(version))
+        write_json_atomically(path, asdict(version), self._hold)
         return version
 
     def make_current(self, number: int) -> Version:
@@ -107,6 +147,9 @@ class VersionStore:
         version = self.get(number)
         if version.status != PROMOTED:
             raise VersionError(f"Version {number} was {version.status} by the canary; roll back to a promoted version.")
-        with self._lock:
-            write_json_atomically(self.root / "current.json", {"version": number, "at": time.time()})
+        with self._hold(), self._lock:
+            self._write_pointer(number)
         return version
+
+    def _write_pointer(self, number: int) -> None:
+        write_json_atomically(self.root / "current.json", {"version": number, "at": time.time()})

@@ -10,6 +10,10 @@ and the app starts it `nice`d, so on one small machine answering comes first.
 Killed at any point, a restarted worker goes on where it stopped: queued entries are taken only
 after they are saved as pending signals, a scored signal is in the batch file before it leaves the
 pending list, and a signal found in both is not scored again.
+
+A worker that stalls past its lease (a paused process) and wakes up after another took over is
+fenced out: its learner carries the lease's fence, every write it makes checks it, and the first
+refused write (LeaseLost) stops the worker without writing anything (see training.ttrl.learner).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections import Counter
 from dataclasses import asdict, replace
 
 from backend.config import Config
-from memory_db import LearnerLease, LeaseHeld, MemoryStore
+from memory_db import LearnerLease, LeaseFence, LeaseHeld, LeaseLost, MemoryStore
 from training.ttrl.gate import YieldGate
 from training.ttrl.learner import TestTimeLearner, learner_owner, owner_is_gone
 
@@ -51,22 +55,39 @@ def published_status(learner: TestTimeLearner, gate: YieldGate | None = None) ->
 
 class LearnerWorker:
     """Runs a learner under the lease: a heartbeat thread renews it and publishes the status; the
-    main loop mirrors the app's pause switch and works while there is work."""
+    main loop mirrors the app's pause switch and works while there is work. The learner it runs
+    writes under the fence the acquire gave."""
 
     def __init__(self, lease: LearnerLease, owner: str, *, heartbeat_s: float = 5.0,
                  stopped: threading.Event | None = None) -> None:
         self.lease, self.owner, self.heartbeat_s = lease, owner, heartbeat_s
         self.stopped = stopped or threading.Event()
-        self.learner: TestTimeLearner | None = None
+        self.fence: LeaseFence | None = None
+        self._learner: TestTimeLearner | None = None
         self.gate: YieldGate | None = None
         self.lost = False
         self._beat: threading.Thread | None = None
 
+    @property
+    def learner(self) -> TestTimeLearner | None:
+        return self._learner
+
+    @learner.setter
+    def learner(self, learner: TestTimeLearner) -> None:
+        """The learner this worker runs: it writes under this worker's fence from now on."""
+        learner.fence = self.fence
+        self._learner = learner
+
     def acquire(self) -> None:
         """Take the lease (LeaseHeld when another live learner has it) and start the heartbeat."""
-        self.lease.acquire(self.owner, holder_is_gone=owner_is_gone)
+        self.fence = self.lease.acquire(self.owner, holder_is_gone=owner_is_gone)
         self._beat = threading.Thread(target=self._heartbeat, name="learner-heartbeat", daemon=True)
         self._beat.start()
+
+    def _lose(self, why: str) -> None:
+        log.error("the learner lease was taken by another worker (%s); stopping without writing", why)
+        self.lost = True
+        self.stopped.set()
 
     def _payload(self) -> dict:
         if self.learner is None:
@@ -77,10 +98,8 @@ class LearnerWorker:
     def _heartbeat(self) -> None:
         while not self.stopped.is_set():
             try:
-                if self.lease.heartbeat(self.owner, self._payload()) is None:
-                    log.error("the learner lease was taken by another worker (this one missed its heartbeats); stopping")
-                    self.lost = True
-                    self.stopped.set()
+                if self.lease.heartbeat(self.fence, self._payload()) is None:
+                    self._lose("this one missed its heartbeats")
                     return
             except Exception:  # the database is briefly unreachable: keep trying; the lease may expire
                 log.exception("learner heartbeat")
@@ -92,10 +111,14 @@ class LearnerWorker:
         done = 0
         try:
             while not self.stopped.is_set():
-                paused = self.lease.read().paused
-                if paused != learner.paused:
-                    learner.pause() if paused else learner.resume()
-                outcome = learner.work_once()
+                try:
+                    paused = self.lease.read().paused
+                    if paused != learner.paused:
+                        learner.pause() if paused else learner.resume()
+                    outcome = learner.work_once()
+                except LeaseLost as lost:
+                    self._lose(str(lost))
+                    break
                 if outcome == "processed":
                     done += 1
                     if max_signals is not None and done >= max_signals:
@@ -112,11 +135,11 @@ class LearnerWorker:
         self.stopped.set()
         if self._beat is not None:
             self._beat.join(timeout=self.heartbeat_s + 5)
-        if not self.lost:
+        if self.fence is not None and not self.lost:
             try:
                 if self.learner is not None:
-                    self.lease.heartbeat(self.owner, {**self._payload(), "stopped": True})
-                self.lease.release(self.owner)
+                    self.lease.heartbeat(self.fence, {**self._payload(), "stopped": True})
+                self.lease.release(self.fence)
             except Exception:
                 log.exception("releasing the learner lease")
 
