@@ -667,20 +667,21 @@ class MemoryStore:
         With `fence`, LeaseLost (and nothing marked) unless the learner still holds the lease."""
         if not seqs:
             return 0
-        with self._writer() as conn:
-            if fence is not None:
-                fence.check(conn)
-            return mark_taken(conn, seqs, owner)
+        return self._queue_write(fence, lambda conn: mark_taken(conn, seqs, owner))
 
     def quarantine_queue_entries(self, problems: dict[int, str], *, owner: str, fence: LeaseFence | None = None) -> int:
         """Set entries the learner cannot read aside, each with the sentence saying why: taken, so they
         never block the rest, and kept for an admin to see. `fence` as for mark_queue_taken."""
         if not problems:
             return 0
+        return self._queue_write(fence, lambda conn: quarantine_entries(conn, problems, owner))
+
+    def _queue_write(self, fence: LeaseFence | None, work: Callable[[Connection], int]) -> int:
+        """`work` in a write transaction that first checks `fence` (LeaseLost: nothing is written)."""
         with self._writer() as conn:
             if fence is not None:
                 fence.check(conn)
-            return quarantine_entries(conn, problems, owner)
+            return work(conn)
 
     def learner_lease(self, name: str = "ttrl", ttl_s: float = DEFAULT_TTL_S,
                       clock: Callable[[], datetime] = utc_now) -> LearnerLease:
