@@ -89,7 +89,7 @@ def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
     collections = store.collections(namespace)
     files = sum(len(c.files) for c in collections)
     passages = sum(f.passages for c in collections for f in c.files)
-    limits = store.limits
+    limits, budget = store.limits, store.budget
     lines = [
         f"**{files} files, {passages} passages** in {len(collections)} collections that your questions' "
         f"`search` reads beside the wiki (namespace `{esc(namespace)}`"
@@ -98,6 +98,9 @@ def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
         f"Formats: {', '.join(supported_suffixes())}; at most {_size(limits.max_file_bytes)} a file and "
         f"{_size(limits.max_namespace_bytes)} in all. Adding a file already indexed costs nothing: its "
         "passages are kept by the file's content.",
+        f"Reading one file may take at most {budget.max_seconds:g} s and {budget.max_memory_mb:,} MB of memory, "
+        f"{budget.max_pages:,} PDF pages, {budget.max_ocr_calls:,} images read by OCR and "
+        f"{budget.max_passages:,} passages; a file that needs more is refused and says which limit.",
     ]
     if ctx.users is not None:
         lines.append("Your documents are yours alone: no other user's search, list or citations show them."

@@ -160,6 +160,20 @@ class AppConfig:
     max_namespace_document_bytes: int = 2_000_000_000  # all of one namespace's documents (the shared ones too)
 
 
+@dataclass(frozen=True)
+class DocumentsConfig:
+    """`[documents]`: what reading one added document may cost. Each file is read in a child process
+    (backend/documents/parse_process.py); a file that needs more is refused with a sentence that
+    names the setting."""
+
+    max_pages: int = 2000  # PDF pages
+    max_ocr_calls: int = 200  # images on pages without text, each read by one tesseract call
+    max_passages: int = 5000
+    max_seconds: float = 300.0  # wall clock of the reading process, OCR included; it is stopped at the limit
+    max_memory_mb: int = 1024  # memory the reading process may take beyond what it starts with
+    worker_nice: int = 19  # how much lower the reading process's CPU priority is (0-19)
+
+
 LEARNER_WORKERS = ("process", "thread", "external")
 
 
@@ -205,6 +219,7 @@ class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     app: AppConfig = field(default_factory=AppConfig)
+    documents: DocumentsConfig = field(default_factory=DocumentsConfig)
     ttrl: LearningConfig = field(default_factory=LearningConfig)
     rewards: RewardConfig = field(default_factory=RewardConfig)
     roles: Mapping[str, RoleConfig] = field(default_factory=lambda: {r: RoleConfig() for r in ROLES})
@@ -373,6 +388,17 @@ def validate_memory(m: MemoryConfig, key_prefix: str = "memory") -> None:
     ])
 
 
+def validate_documents(d: DocumentsConfig) -> None:
+    _raise_first([
+        (d.max_pages >= 1, "documents.max_pages", "must be at least 1"),
+        (d.max_ocr_calls >= 1, "documents.max_ocr_calls", "must be at least 1"),
+        (d.max_passages >= 1, "documents.max_passages", "must be at least 1"),
+        (d.max_seconds > 0, "documents.max_seconds", "must be positive"),
+        (d.max_memory_mb >= 64, "documents.max_memory_mb", "must be at least 64 (the parsers' own working memory)"),
+        (0 <= d.worker_nice <= 19, "documents.worker_nice", "must be 0-19"),
+    ])
+
+
 def _validate(config: Config) -> None:
     app, t = config.app, config.ttrl
     _raise_first([
@@ -395,6 +421,7 @@ def _validate(config: Config) -> None:
     validate_agent(config.agent)
     validate_memory(config.memory)
     validate_rewards(config.rewards)
+    validate_documents(config.documents)
     _raise_first([
         (0 < app.port < 65536, "app.port", "must be a TCP port (1-65535)"),
         (app.max_image_bytes > 0, "app.max_image_bytes", "must be positive"),
@@ -468,7 +495,7 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
     elif path != DEFAULT_CONFIG_PATH:
         raise ConfigError(f"MIA_CONFIG: the file {path} does not exist.")
 
-    known_top = {"paths", "memory", "agent", "search", "app", "ttrl", "rewards", "roles"}
+    known_top = {"paths", "memory", "agent", "search", "app", "documents", "ttrl", "rewards", "roles"}
     for key in raw:
         if key not in known_top:
             raise ConfigError(f"{key}: unknown section; known sections are {', '.join(sorted(known_top))}.")
@@ -493,7 +520,8 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
         data_path = (path.parent if path.exists() else REPO_ROOT) / data_path
 
     sections = {}
-    for name, cls in (("agent", AgentConfig), ("search", SearchConfig), ("app", AppConfig), ("ttrl", LearningConfig)):
+    for name, cls in (("agent", AgentConfig), ("search", SearchConfig), ("app", AppConfig), ("documents", DocumentsConfig),
+                      ("ttrl", LearningConfig)):
         values = dict(raw.get(name, {}))
         values.update(_env_section(name, cls, environ))
         sections[name] = _build_section(cls, name, values)

@@ -84,7 +84,7 @@ def document_store(config: Config, embedder=None) -> DocumentStore:
     """The documents of every namespace, under `<data_dir>/documents`, with the app's size limits."""
     limits = DocumentLimits(max_file_bytes=config.app.max_document_bytes,
                             max_namespace_bytes=config.app.max_namespace_document_bytes)
-    return DocumentStore(config.data_dir / "documents", embedder=embedder, limits=limits)
+    return DocumentStore(config.data_dir / "documents", embedder=embedder, limits=limits, budget=config.documents)
 
 
 def build_runtime(config: Config, *, progress: bool = True, dense_in_background: bool = False,

@@ -4,12 +4,15 @@ tool beside the wiki. One idea per module:
 
 - `parsing`: a file's text by page or heading (pypdf, markdown-it-py, lxml, python-docx);
 - `ocr`: text in images by tesseract (image-only PDF pages; a question's image);
+- `budget`: what reading one document may cost (pages, OCR calls, passages), refused by a sentence;
+- `parse_process`: one document read in a child process with time, memory and CPU-priority limits;
 - `passages`: sections cut into passages that know their page or heading;
 - `naming`: outside names made safe, and the `doc://` locators of passages;
 - `index`: one reader's in-memory BM25 + dense index;
 - `store`: collections per namespace on disk, added incrementally by content hash.
 """
 
+from backend.documents.budget import OverBudget
 from backend.documents.errors import DocumentError, ParseError
 from backend.documents.naming import Locator
 from backend.documents.ocr import ocr_available, ocr_status, read_image_text
@@ -18,5 +21,5 @@ from backend.documents.store import AddReport, CollectionInfo, DocumentLimits, D
 
 __all__ = [
     "AddReport", "CollectionInfo", "DocumentError", "DocumentLimits", "DocumentStore", "FileInfo", "Locator",
-    "ParseError", "ocr_available", "ocr_status", "parse_file", "read_image_text", "supported_suffixes",
+    "OverBudget", "ParseError", "ocr_available", "ocr_status", "parse_file", "read_image_text", "supported_suffixes",
 ]

@@ -8,10 +8,13 @@ MiniLM, which reads about 1,000 characters (256 word pieces), sees each passage 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from backend.documents.naming import Locator
-from backend.documents.parsing import ParsedFile
 from backend.tools.text_ranking import split_sentences
+
+if TYPE_CHECKING:  # parsing counts text against MAX_CHARS (backend.documents.budget)
+    from backend.documents.parsing import ParsedFile
 
 TARGET_CHARS = 700  # the sandbox wiki's median paragraph has 490 characters
 MAX_CHARS = 1000

@@ -12,8 +12,10 @@ Content is keyed by its hash: adding a file whose bytes the scope already holds 
 and vectors (no parsing, no embedding), whatever its name or collection. Every method takes the
 caller's namespace and touches only that namespace's scope (or, with `shared=True`, which only an
 admin's caller may pass, the shared one); names from a form or a file are cleaned by
-backend.documents.naming. Writes hold a per-scope file lock (the app and `python -m app index`
-may write at once); manifests are replaced atomically, so a reader never sees half of one.
+backend.documents.naming. A file is parsed in a child process under the documents budget
+(backend.documents.parse_process). Writes hold a per-scope file lock (the app and `python -m app
+index` may write at once; the quota is checked under it); manifests are replaced atomically, so a
+reader never sees half of one, and a damaged manifest row is still listed and can be removed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -32,15 +35,19 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
 
+from backend.config import DocumentsConfig
+from backend.documents import ocr
 from backend.documents.errors import DocumentError
 from backend.documents.index import DocumentIndex, IndexedPassage, normalized
 from backend.documents.naming import SHARED, Locator, collection_name, file_name, namespace_folder
-from backend.documents.parsing import ParsedFile, file_format, parse_file, supported_suffixes
-from backend.documents.passages import DocPassage, split_passages
+from backend.documents.parse_process import read_passages
+from backend.documents.parsing import ParsedFile, file_format, supported_suffixes
+from backend.documents.passages import DocPassage
 from backend.tools.base import Passage
 from backend.tools.text_ranking import tokenize
 from backend.tools.wiki_index import Embedder, embedder_fingerprint
@@ -149,11 +156,11 @@ class _Blob:
 
 class DocumentStore:
     def __init__(self, root: Path, *, embedder: Embedder | None = None, limits: DocumentLimits | None = None,
-                 read_image: Callable[..., str | None] | None = None) -> None:
+                 budget: DocumentsConfig | None = None) -> None:
         self.root = Path(root)
         self.embedder = embedder
         self.limits = limits or DocumentLimits()
-        self.read_image = read_image  # None: tesseract when installed (backend.documents.ocr)
+        self.budget = budget or DocumentsConfig()  # what reading one file may cost (backend.documents.budget)
         self._fingerprint: str | None = None
         self._indexes: OrderedDict[str, tuple[tuple, DocumentIndex]] = OrderedDict()
         self._blob_cache: dict[tuple[str, str], tuple[int, _Blob]] = {}
@@ -202,7 +209,10 @@ class DocumentStore:
         except (OSError, ValueError) as exc:
             log.warning("unreadable document manifest %s: %s", path, exc)
             return {"files": {}}
-        return manifest if isinstance(manifest.get("files"), dict) else {"files": {}}
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+            log.warning("document manifest %s holds no table of files", path)
+            return {"files": {}}
+        return manifest
 
     def _write_manifest(self, path: Path, manifest: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,35 +220,32 @@ class DocumentStore:
         temporary.write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
         os.replace(temporary, path)
 
-    def _scope_bytes(self, scope: Path) -> int:
-        sizes = {}
-        for _, path in self._manifests(scope):
-            for row in self._read_manifest(path)["files"].values():
-                sizes[row.get("sha256")] = int(row.get("bytes", 0))
-        return sum(sizes.values())
+    def _files(self, scope: Path, shared: bool) -> Iterator[FileInfo]:
+        """Every file of the scope's collections, by collection and name."""
+        for collection, path in self._manifests(scope):
+            for name, row in sorted(self._read_manifest(path)["files"].items()):
+                yield _file_info(collection, shared, name, row)
+
+    def _check_quota(self, scope: Path, sha: str, size: int) -> None:
+        """Refuse content that would take the scope past its quota (bytes it already holds are free)."""
+        stored = {info.sha256: info.bytes for info in self._files(scope, False)}
+        used = sum(stored.values())
+        if sha not in stored and used + size > self.limits.max_namespace_bytes:
+            raise DocumentError(f"the documents here already take {_amount(used)} of the "
+                                f"{_amount(self.limits.max_namespace_bytes)} allowed "
+                                "(app.max_namespace_document_bytes in mia.toml); remove some first")
 
     # -- listing ---------------------------------------------------------------------------------
     def collections(self, namespace: str) -> list[CollectionInfo]:
         """What `namespace` may see: its own collections, then the shared ones."""
-        found = []
-        for shared in (False, True):
-            scope = self._scope_dir(namespace, shared)
-            for name, path in self._manifests(scope):
-                files = [self._file_info(name, shared, file, row) for file, row in
-                         sorted(self._read_manifest(path)["files"].items())]
-                if files:
-                    found.append(CollectionInfo(name, shared, files))
-        return found
+        return [CollectionInfo(name, shared, list(files)) for shared in (False, True)
+                for name, files in groupby(self._files(self._scope_dir(namespace, shared), shared),
+                                           key=lambda info: info.collection)]
 
     def has_documents(self, namespace: str) -> bool:
         """Whether `namespace` reads any document (a collection exists only while it has files)."""
         return any(path.is_file() for shared in (False, True)
                    for _, path in self._manifests(self._scope_dir(namespace, shared)))
-
-    def _file_info(self, collection: str, shared: bool, name: str, row: dict) -> FileInfo:
-        known = {key: row[key] for key in FileInfo.__dataclass_fields__ if key in row}
-        return FileInfo(collection=collection, shared=shared, name=name, **{
-            "sha256": "", "bytes": 0, "format": "", "added": 0.0, "indexed": 0.0, "passages": 0, **known})
 
     # -- adding ----------------------------------------------------------------------------------
     def add_files(self, namespace: str, collection: str, files: Iterable[tuple[Path, str]], *, shared: bool = False,
@@ -303,17 +310,12 @@ class DocumentStore:
                                 "(app.max_document_bytes in mia.toml)")
         sha = _sha256(path)
         manifest_path = self._collection_dir(scope, collection) / "manifest.json"
-        existing = self._read_manifest(manifest_path)["files"].get(name)
-        if existing and existing.get("sha256") == sha:
+        if _row_sha(self._read_manifest(manifest_path)["files"].get(name)) == sha:
             report.unchanged.append(name)
             return
         blob = self._load_blob(scope, sha)
         if blob is None:
-            used = self._scope_bytes(scope)
-            if used + size > self.limits.max_namespace_bytes:
-                raise DocumentError(f"the documents here already take {_amount(used)} of the "
-                                    f"{_amount(self.limits.max_namespace_bytes)} allowed "
-                                    "(app.max_namespace_document_bytes in mia.toml); remove some first")
+            self._check_quota(scope, sha, size)  # before the work of reading it; again under the lock below
             content = self._read_content(path, name, step)
             meta = content.meta
             fresh = True
@@ -323,6 +325,7 @@ class DocumentStore:
         row = {"sha256": sha, "bytes": size, "added": now, **meta}
         with self._writing(scope):
             if content is not None:
+                self._check_quota(scope, sha, size)  # files added meanwhile count
                 self._store_content(scope, sha, path, content)
             elif self._load_blob(scope, sha) is None:  # its last other copy was removed meanwhile
                 raise DocumentError("the stored copy it matched was removed meanwhile; add it again")
@@ -331,15 +334,15 @@ class DocumentStore:
             previous = manifest["files"].get(name)
             manifest["files"][name] = row
             self._write_manifest(manifest_path, manifest)
-            if previous and previous.get("sha256") != sha:
+            if previous is not None and _row_sha(previous) != sha:
                 self._collect_garbage(scope)
-        info = self._file_info(collection, shared, name, row)
+        info = _file_info(collection, shared, name, row)
         (report.added if fresh else report.reused).append(info)
 
     def _read_content(self, path: Path, name: str, step: Progress) -> _Content:
-        """Parse, split, tokenise and embed one file's bytes (no lock held: this takes the time)."""
-        parsed = parse_file(path, name=name, read_image=self.read_image)
-        passages = split_passages(parsed)
+        """Parse and split (in a child process, under the budget), tokenise and embed one file's
+        bytes (no lock held: this takes the time)."""
+        parsed, passages = read_passages(path, name, self.budget, ocr_on=ocr.ocr_available())
         step(0.3, f"embedding {name} ({len(passages)} passages)")
         texts = [_indexed_text(passage) for passage in passages]
         tokens = tokenize(texts) if texts else []
@@ -383,7 +386,10 @@ class DocumentStore:
             content = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        return {key: content[key] for key in _META_KEYS if key in content}
+        if not isinstance(content, dict) or not isinstance(content.get("passages"), list):
+            return None
+        # The blob keeps the passages themselves under "passages"; a manifest row keeps their count.
+        return {**{key: content[key] for key in _META_KEYS if key in content}, "passages": len(content["passages"])}
 
     # -- removing and re-indexing ----------------------------------------------------------------
     def remove(self, namespace: str, collection: str, file: str | None = None, *, shared: bool = False) -> int:
@@ -424,16 +430,19 @@ class DocumentStore:
         names = [file_name(file)] if file is not None else sorted(rows)
         report = AddReport(collection=collection, shared=shared)
         for number, name in enumerate(names):
-            row = rows.get(name)
-            if row is None:
+            if name not in rows:
                 report.failed.append((name, f"no such file in {collection!r}"))
+                continue
+            sha = _row_sha(rows[name])
+            if not sha:
+                report.failed.append((name, "its record names no stored copy; remove it and add the file again"))
                 continue
 
             def step(fraction: float, text: str, number=number) -> None:
                 if progress is not None:
                     progress((number + fraction) / len(names), text)
 
-            original = scope / "blobs" / f"{row['sha256']}.orig"
+            original = scope / "blobs" / f"{sha}.orig"
             try:
                 content = self._read_content(original, name, step)
             except DocumentError as exc:
@@ -442,30 +451,29 @@ class DocumentStore:
             except OSError as exc:
                 report.failed.append((name, f"its stored copy could not be read ({exc.strerror or exc})"))
                 continue
-            meta = content.meta
             with self._writing(scope):
                 if not original.is_file():  # removed meanwhile
                     report.failed.append((name, "it was removed while it was read again"))
                     continue
-                self._store_content(scope, row["sha256"], original, content)
+                meta = {**content.meta, "bytes": original.stat().st_size}  # a damaged row's size is mended too
+                self._store_content(scope, sha, original, content)
                 for _, path in self._manifests(scope):  # every file with these bytes now has these passages
                     manifest = self._read_manifest(path)
                     changed = False
                     for other in manifest["files"].values():
-                        if other.get("sha256") == row["sha256"]:
+                        if _row_sha(other) == sha:
                             other.update(meta)
                             changed = True
                     if changed:
                         self._write_manifest(path, manifest)
-            report.added.append(self._file_info(collection, shared, name, {**row, **meta}))
+            report.added.append(_file_info(collection, shared, name, {**rows[name], **meta}))
         if progress is not None:
             progress(1.0, "done")
         return report
 
     def _collect_garbage(self, scope: Path) -> None:
         """Drop stored content no file of the scope refers to any more (under the scope's lock)."""
-        referenced = {row.get("sha256") for _, path in self._manifests(scope)
-                      for row in self._read_manifest(path)["files"].values()}
+        referenced = {info.sha256 for info in self._files(scope, False)}
         blobs = scope / "blobs"
         if not blobs.is_dir():
             return
@@ -477,23 +485,27 @@ class DocumentStore:
                 entry.unlink(missing_ok=True)
 
     # -- reading ---------------------------------------------------------------------------------
-    def source(self, namespace: str, locator: str) -> tuple[Path, str]:
-        """The stored file a passage's locator points at, if `namespace` may read it: (path, name)."""
+    def _located(self, namespace: str, locator: str) -> tuple[Locator, Path, str]:
+        """A locator's place, the scope it is in and its file's content hash, if `namespace` may read it."""
         place = Locator.parse(locator)
         scope = self._scope_dir(namespace, place.shared)
-        row = self._read_manifest(self._collection_dir(scope, place.collection) / "manifest.json")["files"].get(place.file)
-        if row is None:
+        rows = self._read_manifest(self._collection_dir(scope, place.collection) / "manifest.json")["files"]
+        if place.file not in rows:
             raise DocumentError(f"No document {place.file!r} in collection {place.collection!r} is yours to read.")
-        return scope / "blobs" / f"{row['sha256']}.orig", place.file
+        sha = _row_sha(rows[place.file])
+        if not sha:
+            raise DocumentError(f"The record of {place.file!r} is damaged; remove it and add the file again.")
+        return place, scope, sha
+
+    def source(self, namespace: str, locator: str) -> tuple[Path, str]:
+        """The stored file a passage's locator points at, if `namespace` may read it: (path, name)."""
+        place, scope, sha = self._located(namespace, locator)
+        return scope / "blobs" / f"{sha}.orig", place.file
 
     def passages_at(self, namespace: str, locator: str) -> list[Passage]:
         """The passages at a locator's place (its page or section; the whole file without one)."""
-        place = Locator.parse(locator)
-        scope = self._scope_dir(namespace, place.shared)
-        row = self._read_manifest(self._collection_dir(scope, place.collection) / "manifest.json")["files"].get(place.file)
-        if row is None:
-            raise DocumentError(f"No document {place.file!r} in collection {place.collection!r} is yours to read.")
-        blob = self._blob(scope, row["sha256"])
+        place, scope, sha = self._located(namespace, locator)
+        blob = self._blob(scope, sha)
         chosen = [p for p in blob.passages if (place.page is None or p.page == place.page)
                   and (place.section is None or p.heading == place.section)]
         return [self._passage(IndexedPassage(place.collection, place.shared, place.file, p), 1.0) for p in chosen]
@@ -593,7 +605,50 @@ class DocumentStore:
                        score=float(score), url=entry.passage.locator(entry.collection, entry.file, shared=entry.shared))
 
 
-_META_KEYS = ("format", "indexed", "passages", "pages", "ocr_pages", "unread_pages", "ocr_on", "warnings")
+_META_KEYS = ("format", "indexed", "pages", "ocr_pages", "unread_pages", "ocr_on", "warnings")  # and "passages"
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+_ROW_CHECKS = {  # what each value of a manifest row must be
+    "sha256": lambda value: isinstance(value, str) and _SHA256.fullmatch(value) is not None,
+    "bytes": _whole, "passages": _whole, "pages": _whole, "ocr_pages": _whole,
+    "format": lambda value: isinstance(value, str),
+    "added": lambda value: _whole(value) or isinstance(value, float),
+    "indexed": lambda value: _whole(value) or isinstance(value, float),
+    "unread_pages": lambda value: isinstance(value, list) and all(map(_whole, value)),
+    "ocr_on": lambda value: isinstance(value, bool),
+    "warnings": _texts,
+}
+
+
+def _file_info(collection: str, shared: bool, name: str, row) -> FileInfo:
+    """A manifest row as a FileInfo. A value of the wrong kind (a damaged row) is left at its default
+    and named in the warnings, so that the file is still listed and can be removed."""
+    row = row if isinstance(row, dict) else {}
+    known = {key: value for key, value in row.items() if key in _ROW_CHECKS and _ROW_CHECKS[key](value)}
+    damaged = sorted(key for key in _ROW_CHECKS if key not in known and (key in row or key == "sha256"))
+    info = FileInfo(collection=collection, shared=shared, name=name, **{
+        "sha256": "", "bytes": 0, "format": "", "added": 0.0, "indexed": 0.0, "passages": 0, **known})
+    if damaged:
+        advice = "remove it and add the file again" if "sha256" in damaged else "re-index or remove it"
+        info.warnings = [*info.warnings, f"its record is damaged ({', '.join(damaged)}): {advice}"]
+    return info
+
+
+def _row_sha(row) -> str:
+    """A manifest row's content hash, '' when it has none (a damaged row)."""
+    sha = row.get("sha256") if isinstance(row, dict) else None
+    return sha if _ROW_CHECKS["sha256"](sha) else ""
 
 
 def _meta(parsed: ParsedFile, passages: int) -> dict:

@@ -1,9 +1,11 @@
 """The Documents view's functions (what its buttons call) on a real runtime and document store: add
 with progress (an unreadable file named, the rest in), list, remove, re-index, open a source, the OCR
-line, and who may see and change what with logins."""
+line, who may see and change what with logins, and a listing that a file kept under two names or a
+damaged manifest row does not break."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -60,6 +62,7 @@ def test_add_list_remove_and_reindex_in_local_mode(with_documents, files):
     empty = view(ctx)
     assert "**0 files, 0 passages**" in empty.status and empty.rows == [] and empty.choices == []
     assert ("OCR is on" in empty.status) == ocr.ocr_available()
+    assert "Reading one file may take at most 300 s and 1,024 MB of memory, 2,000 PDF pages," in empty.status
     steps = []
     report = add_documents(ctx, None, [str(files / "reactors.md"), str(files / "broken.pdf")], "papers",
                            progress=lambda fraction, text: steps.append((fraction, text)))
@@ -131,3 +134,44 @@ def test_a_runtime_without_a_document_store_says_so(runtime):
     ctx = AppContext(runtime)
     assert view(ctx).status.startswith("⚠️ Documents are not available")
     assert add_documents(ctx, None, ["x.md"], "c").startswith("⚠️ Documents are not available")
+
+
+def test_the_same_document_under_two_names_is_listed_and_removable_by_every_user(with_documents, files, tmp_path):
+    ctx = AppContext(with_documents, users=users(), files=UserFiles(tmp_path / "served"))
+    copy = files / "copy-of-reactors.md"
+    copy.write_bytes((files / "reactors.md").read_bytes())
+    report = add_documents(ctx, as_user("root"), [str(files / "reactors.md"), str(copy)], "handbook", shared=True)
+    assert report.startswith("Added 2 files to **shared/handbook**.")
+    for who in ("alice", "bob", "root"):
+        shown = view(ctx, who)
+        assert "**2 files, 2 passages**" in shown.status
+        assert [row[1:4] for row in shown.rows] == [["copy-of-reactors.md", "markdown", 1], ["reactors.md", "markdown", 1]]
+    assert file_choices(ctx, as_user("root"), "shared/handbook") == [WHOLE_COLLECTION, "copy-of-reactors.md", "reactors.md"]
+    assert "Removed **copy-of-reactors.md**" in remove_documents(ctx, as_user("root"), "shared/handbook", "copy-of-reactors.md")
+    assert [row[1] for row in view(ctx, "bob").rows] == ["reactors.md"]
+
+
+def test_a_damaged_manifest_row_is_listed_with_a_note_and_can_be_removed(with_documents, files):
+    ctx = AppContext(with_documents)
+    add_documents(ctx, None, [str(files / "reactors.md"), str(files / "handbook.txt")], "papers")
+    manifest_path = with_documents.documents.root / "ns-default" / "collections" / "papers" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["files"]["reactors.md"].update(passages=[{"text": FACT}], bytes="40", warnings=[3])
+    manifest["files"]["handbook.txt"]["sha256"] = "../../../etc/passwd"
+    manifest["files"]["stray.txt"] = ["not", "a", "row"]
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+
+    shown = view(ctx)
+    assert "**3 files, 1 passages**" in shown.status
+    notes = {row[1]: (row[3], row[8]) for row in shown.rows}
+    assert notes == {
+        "handbook.txt": (1, "its record is damaged (sha256): remove it and add the file again"),
+        "reactors.md": (0, "its record is damaged (bytes, passages, warnings): re-index or remove it"),
+        "stray.txt": (0, "its record is damaged (sha256): remove it and add the file again"),
+    }
+    assert open_source(ctx, None, "doc://papers/handbook.txt") == (
+        None, "⚠️ The record of 'handbook.txt' is damaged; remove it and add the file again.")
+    assert "Re-indexed 1 files" in reindex_documents(ctx, None, "papers", "reactors.md")
+    for name in ("stray.txt", "handbook.txt"):
+        assert f"Removed **{name}** from **papers**" in remove_documents(ctx, None, "papers", name)
+    assert [row[1:4] + [row[8]] for row in view(ctx).rows] == [["reactors.md", "markdown", 1, ""]]

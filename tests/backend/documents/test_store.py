@@ -1,8 +1,13 @@
 """The document store on the real embedder: a folder goes in with its unreadable file named, adding
 again embeds nothing already indexed, removing and re-indexing change what the search finds, limits
-are enforced with a clear error, and a second process's additions are searched without a restart."""
+are enforced with a clear error (the quota also when several adds run at once), the same bytes under
+two names are listed with their count of passages, and a second process's additions are searched
+without a restart."""
 
 from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -124,3 +129,45 @@ def test_unsafe_names_from_outside_never_pick_a_path(store, sample_dir):
     assert not (store.root.parent / "etc").exists()
     inside = sorted(p.relative_to(store.root).parts[0] for p in store.root.rglob("*"))
     assert set(inside) <= {"ns-alice"}
+
+
+def test_the_same_bytes_under_two_names_keep_a_count_of_passages(store, sample_dir, tmp_path):
+    copy = tmp_path / "copy.pdf"
+    copy.write_bytes((sample_dir / "report.pdf").read_bytes())
+    report = store.add_files("alice", "c", [(sample_dir / "report.pdf", "report.pdf"), (copy, "copy.pdf")])
+    assert [info.name for info in report.added] == ["report.pdf"] and [info.name for info in report.reused] == ["copy.pdf"]
+    assert report.reused[0].passages == 3
+    listed = {info.name: info.passages for collection in store.collections("alice") for info in collection.files}
+    assert listed == {"copy.pdf": 3, "report.pdf": 3}
+
+
+def test_concurrent_adds_stay_within_the_quota(tmp_path, embedder):
+    from backend.tools.wiki_index import EMBEDDER_PROBE
+
+    adders = 6
+    all_read = threading.Barrier(adders, timeout=120)
+
+    class EmbedderAfterEveryRead:
+        """The real embedder; each add's passages wait until every add has read its file, so that
+        all six are past the quota's first check before any is stored."""
+
+        def encode(self, texts):
+            if EMBEDDER_PROBE not in texts:
+                all_read.wait()
+            return embedder.encode(texts)
+
+    files = []
+    for number in range(adders):
+        path = tmp_path / f"note-{number}.txt"
+        path.write_text(f"Note {number}: " + "the harbour trust's ledger " * 36, encoding="utf-8")
+        files.append(path)
+    size = files[0].stat().st_size
+    store = DocumentStore(tmp_path / "documents", embedder=EmbedderAfterEveryRead(),
+                          limits=DocumentLimits(max_file_bytes=size, max_namespace_bytes=2 * size + size // 2))
+    with ThreadPoolExecutor(adders) as pool:
+        reports = list(pool.map(lambda path: store.add_paths("alice", "c", [path]), files))
+    added = [info for report in reports for info in report.added]
+    refused = [why for report in reports for _, why in report.failed]
+    assert len(added) == 2 and len(refused) == adders - 2
+    assert all(why.startswith(f"the documents here already take {2 * size:,} bytes of the") for why in refused)
+    assert sum(info.bytes for c in store.collections("alice") for info in c.files) <= 2 * size + size // 2
