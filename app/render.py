@@ -501,7 +501,7 @@ class RunTranscript:
         if kind == "step":
             return self._step_html(item)
         if kind == "memories":
-            lines = [f'<li class="taught">🎓 {h(recall_note(item.taught))}</li>'] if item.taught else []
+            lines = []
             for label, items in (("successful strategy", item.successful), ("failure lesson", item.failed)):
                 for x in items:
                     shown = (f"{STRATEGY_SHOWN}: {h(x['strategy'])}" if x.get("strategy")
@@ -509,8 +509,9 @@ class RunTranscript:
                     lines.append(f"<li>{label} {memory_anchor(x['id'])} ({h(uses_phrase(x))}, score "
                                  f"{x['score']:.2f}), {shown}</li>")
             body = f"<ul>{''.join(lines)}</ul>" if lines else "<p>No memories yet for this kind of question.</p>"
+            taught = f" · 🎓 {h(recall_note(item.taught))}" if item.taught else ""
             return self._details("memories", self._key("memories"),
-                                 f"🧠 Memories: {len(item.successful)} successful, {len(item.failed)} failed", body)
+                                 f"🧠 Memories: {len(item.successful)} successful, {len(item.failed)} failed{taught}", body)
         if kind == "plan":
             title = "🗺️ Plan" if item.revision == 0 else f"🗺️ Supplementary plan (after reflection {item.revision})"
             first = f": {h(_clip(item.steps[0], 90))}" if item.steps else ""
