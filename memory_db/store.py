@@ -43,7 +43,7 @@ from .learning_queue import (
     read_entries,
 )
 from .lease import DEFAULT_TTL_S, LearnerLease, LeaseFence
-from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, eviction_order, is_verified, new_is_better,
+from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, NEW_MEMORY_COUNTS, eviction_order, is_verified, new_is_better,
                         replaces_exact_duplicate, with_outcome)
 from .loading import index_new_rows, load_namespace
 from .pgvector import enable_vectors, vector_memories, vector_values
@@ -1012,10 +1012,11 @@ class MemoryStore:
 
 
 def _fresh_memory(new: NewMemory, modality: str, now) -> Memory:
-    """A new memory as first stored: a new id, one use, one success."""
+    """A new memory as first stored: a new id and the prior counts (NEW_MEMORY_COUNTS)."""
     return Memory(
         id=str(uuid.uuid4()), namespace=new.namespace, question=new.question, caption=new.caption,
         summary=new.summary, plan=new.plan, correct=new.correct, question_type=new.question_type,
-        modality=modality, usage_count=1, success_count=1, win_rate=1.0, pinned=False,
+        modality=modality, usage_count=NEW_MEMORY_COUNTS[0], success_count=NEW_MEMORY_COUNTS[1],
+        win_rate=NEW_MEMORY_COUNTS[1] / NEW_MEMORY_COUNTS[0], pinned=False,
         provenance=dict(new.provenance), created_at=now, updated_at=now,
     )
