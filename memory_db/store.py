@@ -102,10 +102,11 @@ class ImportOutcome:
 
 
 def _history_key(entry) -> tuple:
-    """What makes two history entries the same change (an export imported back holds them again)."""
+    """What makes two history entries the same change (an export imported back holds them again);
+    not the actor, which an import makes the importer."""
     created = entry["created_at"]
     created = to_db_time(created) if created.tzinfo is not None else created
-    return entry["memory_id"], entry["action"], entry["actor"], created
+    return entry["memory_id"], entry["action"], created
 
 
 def _unindex(index: NamespaceIndex, modality: str, row_id: int) -> None:
@@ -912,25 +913,27 @@ class MemoryStore:
         return taken
 
     def import_jsonl(self, namespace: str, fp: IO | str | Path, *, actor: str = "import",
-                     existing: str = "refuse") -> int:
+                     existing: str = "refuse", max_text_chars: int | None = None) -> int:
         """Load an export into `namespace`, all or nothing: every line is validated first and
         any problem raises ImportFileError naming the line, leaving the store unchanged.
         Returns the number of memories imported (added or replaced); see import_file."""
-        outcome = self.import_file(namespace, fp, actor=actor, existing=existing)
+        outcome = self.import_file(namespace, fp, actor=actor, existing=existing, max_text_chars=max_text_chars)
         return outcome.added + outcome.replaced
 
     def import_file(self, namespace: str, fp: IO | str | Path, *, actor: str = "import",
-                    existing: str = "refuse") -> ImportOutcome:
+                    existing: str = "refuse", max_text_chars: int | None = None) -> ImportOutcome:
         """import_jsonl, saying what became of each memory. `existing` decides about a memory whose
         id the namespace already holds (importing one's own export back): "refuse" rejects the
         whole file naming its line, "skip" keeps the stored memory (and leaves out the file's
         history of it), "replace" puts the file's version in its place, recorded in the history as
         an "import" change that undo reverts. History entries the namespace already holds (same
-        memory, action, actor and time) are not added a second time."""
+        memory, action and time) are not added a second time; `actor` is the actor of every entry
+        the file brings (transfer.imported_actor). `max_text_chars`: the longest text the file may
+        hold (transfer.read_import_file)."""
         check_namespace(namespace)
         if existing not in IMPORT_EXISTING:
             raise InvalidMemoryError(f"existing must be one of {', '.join(IMPORT_EXISTING)}, got {existing!r}.")
-        parsed = read_import_file(fp, namespace)
+        parsed = read_import_file(fp, namespace, importer=actor, max_text_chars=max_text_chars)
         if not parsed.memories:
             return ImportOutcome()
         ids = [m.id for m in parsed.memories]
@@ -991,8 +994,7 @@ class MemoryStore:
     @staticmethod
     def _history_keys(conn: Connection, namespace: str, memory_ids: list[str]) -> set[tuple]:
         keys: set[tuple] = set()
-        columns = (memory_history.c.memory_id, memory_history.c.action, memory_history.c.actor,
-                   memory_history.c.created_at)
+        columns = (memory_history.c.memory_id, memory_history.c.action, memory_history.c.created_at)
         for start in range(0, len(memory_ids), 500):
             for row in conn.execute(select(*columns).where(
                     memory_history.c.namespace == namespace, memory_history.c.memory_id.in_(memory_ids[start:start + 500]))):

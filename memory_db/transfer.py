@@ -2,6 +2,10 @@
 
 Format: an optional header line {"format": "mia-memories", "version": 1, ...}, then one JSON
 object per line with "type": "memory" (the fields of Memory) or "type": "history".
+
+An import trusts nothing of the file's own: everything lands in the importer's namespace, the
+importer is the actor of every history entry it brings (the name the file gives is kept beside it,
+marked as the file's), and every text in it is held to the caller's length limit.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ FORMAT_VERSION = 1
 MAX_LINE_BYTES = 1_000_000
 MAX_INTEGER_DIGITS = 20  # longer integer literals are refused by field, before Python's own limit
 HISTORY_FIELDS = {"type", "id", "memory_id", "namespace", "action", "before", "after", "actor", "created_at"}
+MAX_ACTOR_CHARS = 200
 HISTORY_ACTIONS = {"add", "replace", "merge", "outcome", "edit", "relabel", "pin", "unpin", "delete", "evict", "undo", "import"}
 
 
@@ -131,8 +136,12 @@ def _parse_line(number: int, line: str) -> Any:
                                       f"{MAX_JSON_DEPTH} levels") from None
 
 
-def read_import_file(fp: IO | str | Path, namespace: str) -> ParsedImport:
-    """Parse and validate a whole export; everything lands in `namespace` whatever the file says."""
+def read_import_file(fp: IO | str | Path, namespace: str, *, importer: str | None = None,
+                     max_text_chars: int | None = None) -> ParsedImport:
+    """Parse and validate a whole export; everything lands in `namespace` whatever the file says.
+    `importer`: the actor of every history entry (None: the file's own names, for a preview that
+    stores nothing). `max_text_chars`: the longest text (question, summary, plan, caption, a
+    provenance string, an actor) the file may hold; a longer one rejects the file."""
     parsed = ParsedImport()
     seen_ids: dict[str, int] = {}
     now = utc_now()
@@ -149,6 +158,8 @@ def read_import_file(fp: IO | str | Path, namespace: str) -> ParsedImport:
                     continue
                 kind = record.get("type", "memory")
                 try:
+                    if max_text_chars is not None:
+                        _check_text_lengths(record, max_text_chars)
                     if kind == "memory":
                         memory = memory_from_record(record, namespace=namespace, now=now)
                         if memory.id in seen_ids:
@@ -158,7 +169,7 @@ def read_import_file(fp: IO | str | Path, namespace: str) -> ParsedImport:
                         parsed.memories.append(memory)
                         parsed.line_numbers.append(number)
                     elif kind == "history":
-                        parsed.history.append(_history_from_record(record, namespace, now))
+                        parsed.history.append(_history_from_record(record, namespace, now, importer))
                     else:
                         raise InvalidMemoryError(f"unknown record type {kind!r:.40} (use 'memory' or 'history')")
                 except (InvalidMemoryError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
@@ -166,6 +177,29 @@ def read_import_file(fp: IO | str | Path, namespace: str) -> ParsedImport:
         except UnicodeDecodeError as exc:
             raise ImportFileError(0, f"the file is not UTF-8 ({exc.reason})") from exc
     return parsed
+
+
+def _check_text_lengths(record: dict, max_chars: int) -> None:
+    """Every string in `record`, however deep, is at most `max_chars` characters long."""
+    pending: list[tuple[Any, str]] = [(value, str(key)) for key, value in record.items()]
+    while pending:
+        value, path = pending.pop()
+        if isinstance(value, str) and len(value) > max_chars:
+            raise InvalidMemoryError(f"field {path!r:.120} is {len(value):,} characters long; the limit is "
+                                     f"{max_chars:,}, as for a question to the agent")
+        if isinstance(value, dict):
+            pending.extend((inner, f"{path}.{key}") for key, inner in value.items())
+        elif isinstance(value, list):
+            pending.extend((inner, f"{path}[{i}]") for i, inner in enumerate(value))
+
+
+def imported_actor(importer: str, recorded: str) -> str:
+    """The actor of a history entry an import brings: the importer, with the name the file gives
+    kept beside it as the file's claim (never as who acted here)."""
+    if not recorded.strip():
+        return importer[:MAX_ACTOR_CHARS]
+    prefix = f"{importer} (the file says "
+    return prefix + recorded[:max(0, MAX_ACTOR_CHARS - len(prefix) - 1)] + ")"
 
 
 def _check_header(number: int, record: dict) -> None:
@@ -194,9 +228,10 @@ def _history_time(record: dict) -> datetime:
     return check_timestamp("created_at", moment)
 
 
-def _history_from_record(record: dict, namespace: str, now: datetime) -> dict[str, Any]:
+def _history_from_record(record: dict, namespace: str, now: datetime, importer: str | None) -> dict[str, Any]:
     """A memory_history row for `namespace`: its snapshots are validated as memories of that
-    namespace and of the entry's own memory id, whatever namespace or id they name themselves."""
+    namespace and of the entry's own memory id, whatever namespace or id they name themselves;
+    its actor is `importer` (see imported_actor) unless None."""
     unknown = set(record) - HISTORY_FIELDS
     if unknown:
         raise InvalidMemoryError(f"unknown field(s) {', '.join(sorted(map(str, unknown)))[:200]}")
@@ -221,9 +256,10 @@ def _history_from_record(record: dict, namespace: str, now: datetime) -> dict[st
         except InvalidMemoryError as exc:
             raise InvalidMemoryError(f"history {name!r} snapshot: {str(exc).rstrip('.')}") from exc
         snapshots[name] = snapshot.to_json_dict()
+    recorded = check_text("actor", _require(record, "actor", str), allow_empty=True)
     return {
         "memory_id": memory_id, "namespace": namespace, "action": action,
         "before": snapshots["before"], "after": snapshots["after"],
-        "actor": check_text("actor", _require(record, "actor", str), allow_empty=True)[:200],
+        "actor": imported_actor(importer, recorded) if importer is not None else recorded[:MAX_ACTOR_CHARS],
         "created_at": to_db_time(_history_time(record)),
     }

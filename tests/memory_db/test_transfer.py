@@ -39,7 +39,11 @@ def test_export_then_import_into_an_empty_store_reproduces_it(store, tmp_path, e
             [(h.action, h.before, h.after) for h in store.history(namespace="team")]
         hits = target.search_contrastive("Who wrote the Moonlight Sonata?", namespace="team").successful
         assert hits[0].memory == originals[0]
-        assert exported(target).splitlines()[1:] == exported(store).splitlines()[1:]
+        copied, original = exported(target).splitlines()[1:], exported(store).splitlines()[1:]
+        assert [line for line in copied if '"type": "memory"' in line] == \
+            [line for line in original if '"type": "memory"' in line]
+        assert [json.loads(line)["actor"] for line in copied if '"type": "history"' in line] == \
+            [f"import (the file says {h.actor})" for h in store.history(namespace="team")][::-1]
     finally:
         target.close()
 
@@ -175,3 +179,49 @@ def test_a_mixed_import_adds_the_new_memories_and_skips_the_stored_ones(store):
     assert store.get(new_id, namespace="team").question == json.loads(memory_line())["question"]
     with pytest.raises(Exception, match="existing must be one of"):
         store.import_file("team", io.StringIO(content), existing="merge")
+
+
+def test_imported_history_names_the_importer_as_its_actor_and_keeps_the_files_name_as_the_files(store):
+    alice = fill(store, namespace="alice")
+    from_alice = exported(store, namespace="alice")
+    store.import_jsonl("bob", io.StringIO(from_alice), actor="import:bob")
+    entries = store.history(alice[0].id, namespace="bob")
+    assert entries and all(e.actor.startswith("import:bob (the file says ") for e in entries)
+    assert {e.actor for e in entries} == {"import:bob (the file says manager)", "import:bob (the file says user)"}
+
+    store.edit(alice[0].id, namespace="bob", summary="Bob's own summary.", actor="bob")
+    again = store.import_file("bob", io.StringIO(from_alice), actor="import:bob", existing="replace")
+    assert (again.replaced, again.history) == (2, 0)  # the entries it brought before are not added twice
+    newest = store.history(alice[0].id, namespace="bob")[:2]
+    assert [(e.action, e.actor) for e in newest] == [("import", "import:bob"), ("edit", "bob")]
+
+
+def test_a_forged_actor_name_cannot_pass_for_the_importer():
+    from memory_db.transfer import imported_actor
+
+    forged = "x" * 500
+    assert imported_actor("import:bob", forged).startswith("import:bob (the file says xxx")
+    assert len(imported_actor("import:bob", forged)) == 200 and imported_actor("import:bob", "  ") == "import:bob"
+
+
+LONG = "y" * 4001
+
+
+@pytest.mark.parametrize("line, field", [
+    (memory_line(question="Who wrote Dune? " + "x" * 900_000), "question"),
+    (memory_line(plan=LONG), "plan"),
+    (memory_line(caption=LONG, modality="text+image"), "caption"),
+    (memory_line(summary="word" + LONG), "summary"),
+    (memory_line(provenance={"trajectory": {"steps": ["short", LONG]}}), "provenance.trajectory.steps[1]"),
+    (json.dumps({"type": "history", "id": 1, "memory_id": "5b0f8d2a-6f4e-4c1e-9c39-2b7f6f1f0a11",
+                 "action": "edit", "before": None, "after": None, "actor": LONG,
+                 "created_at": "2025-05-01T10:00:00+00:00"}), "actor"),
+])
+def test_an_imported_text_longer_than_a_question_may_be_rejects_the_file(store, line, field):
+    content = GOOD + "\n" + line + "\n"
+    with pytest.raises(ImportFileError, match="line 2") as caught:
+        store.import_jsonl("team", io.StringIO(content), max_text_chars=4000)
+    assert f"field {field!r}" in str(caught.value) and "the limit is 4,000" in str(caught.value)
+    assert store.count(namespace="team") == 0
+    assert store.import_jsonl("team", io.StringIO(GOOD + "\n" + memory_line(
+        id="0d7e7b8c-7a57-4a37-9a68-6f6a37f1f5d2", plan="y" * 4000)), max_text_chars=4000) == 2
