@@ -108,13 +108,16 @@ FOOTER_LINKS = ["gradio", "settings"]
 
 def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool = False):
     """Start serving; runs queue separately so one user's long run does not block another's page.
-    With logins, sign-in is throttled and each user's files are served to that user alone. A port
-    already taken raises PortInUseError (a sentence naming the port and --port)."""
+    With logins, sign-in is throttled (the counts shared through the memory store's database),
+    password checks run off the event loop, and each user's files are served to that user alone. A
+    port already taken raises PortInUseError (a sentence naming the port and --port)."""
     busy = port_in_use(host, port)
     if busy is not None:
         raise busy
     demo = build_ui(ctx)
-    auth = LoginGuard(ctx.users) if ctx.users is not None else None
+    auth = None
+    if ctx.users is not None:
+        auth = LoginGuard(ctx.users, counts=ctx.runtime.store.login_failures()).authenticate
     middleware = [Middleware(ClientAddress), Middleware(OwnFilesOnly, files=ctx.files)] if auth else []
     demo.queue(default_concurrency_limit=8)
     app_config = ctx.runtime.config.app

@@ -7,6 +7,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     Index,
     Integer,
     LargeBinary,
@@ -115,4 +116,16 @@ learner_leases = Table(
     Column("yield_until", DateTime, nullable=True),
     Column("status", Text, nullable=True),
     Column("fence_token", BigInteger, nullable=False, server_default="0"),
+)
+
+# Wrong-password counts per sign-in key ("user:NAME", "address:IP"), shared by every app process
+# (memory_db.login_failures); times are seconds since the epoch.
+login_failures = Table(
+    "login_failures",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("locked_until", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_login_failures_expires_at", "expires_at"),
 )

@@ -43,6 +43,7 @@ from .learning_queue import (
     read_entries,
 )
 from .lease import DEFAULT_TTL_S, LearnerLease, LeaseFence
+from .login_failures import LoginFailures
 from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, NEW_MEMORY_COUNTS, eviction_order, is_verified, new_is_better,
                         replaces_exact_duplicate, with_outcome)
 from .loading import index_new_rows, load_namespace
@@ -688,6 +689,10 @@ class MemoryStore:
                       clock: Callable[[], datetime] = utc_now) -> LearnerLease:
         """The lease that keeps one learner per deployment on this database (`clock`: for tests)."""
         return LearnerLease(self._engine, self._writer, name, ttl_s, clock)
+
+    def login_failures(self) -> LoginFailures:
+        """Wrong-password counts that every app process on this database shares."""
+        return LoginFailures(self._engine, self._writer)
 
     def recorded_verdicts(self, keys: list[str], *, namespace: str) -> set[str]:
         """Which of `keys` record_verdict has applied in `namespace`."""
