@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import gradio as gr
 from starlette.middleware import Middleware
@@ -106,6 +109,22 @@ def port_in_use(host: str, port: int) -> PortInUseError | None:
 FOOTER_LINKS = ["gradio", "settings"]
 
 
+@contextmanager
+def forwarded_headers_trusted_from(proxies: str) -> Iterator[None]:
+    """While the server is set up: uvicorn (which Gradio starts without proxy settings) believes the
+    X-Forwarded-For of the addresses in FORWARDED_ALLOW_IPS, 127.0.0.1 when unset; here, of
+    app.trusted_proxies alone ("": of nobody, so a client's address is its connection's)."""
+    before = os.environ.get("FORWARDED_ALLOW_IPS")
+    os.environ["FORWARDED_ALLOW_IPS"] = proxies
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("FORWARDED_ALLOW_IPS", None)
+        else:
+            os.environ["FORWARDED_ALLOW_IPS"] = before
+
+
 def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool = False):
     """Start serving; runs queue separately so one user's long run does not block another's page.
     With logins, sign-in is throttled (the counts shared through the memory store's database),
@@ -122,14 +141,16 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
     demo.queue(default_concurrency_limit=8)
     app_config = ctx.runtime.config.app
     try:
-        demo.launch(
-            server_name=host, server_port=port, show_error=True, auth=auth, app_kwargs={"middleware": middleware},
-            auth_message=("Sign in with the account the demo's host gave you. After several wrong passwords, "
-                          "sign-in pauses for a while.") if auth else None,
-            # Uploads are question images and documents; each is checked against its own limit after.
-            max_file_size=max(app_config.max_image_bytes, app_config.max_document_bytes), prevent_thread_lock=prevent_thread_lock,
-            ssr_mode=False, quiet=True, footer_links=FOOTER_LINKS, run_history=False,
-        )
+        with forwarded_headers_trusted_from(app_config.trusted_proxies):
+            demo.launch(
+                server_name=host, server_port=port, show_error=True, auth=auth, app_kwargs={"middleware": middleware},
+                auth_message=("Sign in with the account the demo's host gave you. After several wrong passwords, "
+                              "sign-in pauses for a while.") if auth else None,
+                # Uploads are question images and documents; each is checked against its own limit after.
+                max_file_size=max(app_config.max_image_bytes, app_config.max_document_bytes),
+                prevent_thread_lock=prevent_thread_lock, ssr_mode=False, quiet=True, footer_links=FOOTER_LINKS,
+                run_history=False,
+            )
     except OSError as exc:  # taken between the check and Gradio's own bind
         busy = port_in_use(host, port)
         if busy is not None:

@@ -16,6 +16,7 @@ validate them for both, with the same messages.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -158,6 +159,9 @@ class AppConfig:
     max_image_bytes: int = 10_000_000
     max_document_bytes: int = 50_000_000  # one document file (PDF, DOCX, ...) added to a collection
     max_namespace_document_bytes: int = 2_000_000_000  # all of one namespace's documents (the shared ones too)
+    # Addresses (or networks) of reverse proxies whose X-Forwarded-For names the client; "" = none:
+    # the address a sign-in is counted against is the connection's own.
+    trusted_proxies: str = ""
 
 
 @dataclass(frozen=True)
@@ -429,8 +433,20 @@ def _validate(config: Config) -> None:
         (app.max_namespace_document_bytes >= app.max_document_bytes, "app.max_namespace_document_bytes",
          "must be at least app.max_document_bytes"),
     ])
+    _validate_trusted_proxies(app.trusted_proxies)
     for name, role in config.roles.items():
         validate_role(f"roles.{name}", role)
+
+
+def _validate_trusted_proxies(value: str) -> None:
+    for entry in filter(None, (part.strip() for part in value.split(","))):
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"app.trusted_proxies: {entry!r} is not an IP address or network; name your reverse proxy's "
+                "address (e.g. 127.0.0.1), several separated by commas, or leave it empty when there is none."
+            ) from None
 
 
 # ---- the shared sections, for mia.toml and the trainer's YAML alike -------------------------------

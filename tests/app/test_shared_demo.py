@@ -4,6 +4,7 @@ throttled after wrong passwords."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -69,3 +70,18 @@ def test_wrong_passwords_lock_the_user_name_even_against_the_right_one(shared_ap
         assert right.status_code == 400  # locked for a while, whatever the password
     with signed_in(url, "alice"):  # another user from the same address still signs in
         pass
+
+
+def address_failures(ctx, address: str) -> int:
+    count = ctx.runtime.store.login_failures().read(f"address:{address}", time.time())
+    return count.failures if count else 0
+
+
+def test_a_forged_x_forwarded_for_is_not_the_address_a_sign_in_is_counted_against(shared_app):
+    url, ctx = shared_app
+    before = address_failures(ctx, "127.0.0.1")
+    forged = httpx.post(f"{url}/login", data={"username": "nobody", "password": "guess"},
+                        headers={"X-Forwarded-For": "203.0.113.77"}, timeout=30)
+    assert forged.status_code == 400
+    assert address_failures(ctx, "127.0.0.1") == before + 1  # the connection's address, in the shared counts
+    assert address_failures(ctx, "203.0.113.77") == 0

@@ -62,6 +62,7 @@ def test_environment_overrides_the_file(tmp_path):
         ("[agent]\nturbo = true\n", "agent.turbo"),
         ("[roles.critic]\n", "roles.critic"),
         ("[app]\nport = 0\n", "app.port"),
+        ('[app]\ntrusted_proxies = "127.0.0.1, *"\n', "app.trusted_proxies"),
         ("[nonsense]\n", "nonsense"),
         ("[agent\n", "mia.toml"),
     ],
