@@ -4,6 +4,8 @@ a preview that says which memories are already here and lets Import skip or repl
 
 from __future__ import annotations
 
+import logging
+
 import gradio as gr
 
 from app.memory_view import (
@@ -12,11 +14,16 @@ from app.memory_view import (
 )
 from app.render import esc
 from app.session import AppContext, ReadOnlyModeError
-from memory_db import MODALITIES, QUESTION_TYPES, MemoryNotFoundError, MemoryStoreError, UnreadableMemoryError
+from memory_db import (MODALITIES, QUESTION_TYPES, ImportFileError, MemoryNotFoundError, MemoryStoreError,
+                       UnreadableMemoryError)
+
+log = logging.getLogger(__name__)
 
 HISTORY_COLUMNS = ["history id", "action", "changed", "by", "when"]
 USED_COLUMNS = ["run id", "question", "known from"]
 KNOWN_ERRORS = (MemoryStoreError, ReadOnlyModeError, ValueError, OSError)
+NOT_AN_UPLOAD = ("⚠️ Upload the export file again with the file box above: an import reads only a file you "
+                 "uploaded yourself. Nothing was imported.")
 
 
 def _problem(exc: Exception) -> str:
@@ -195,11 +202,27 @@ def build_memory_tab(ctx: AppContext):
         ctx.files.grant(out, user)  # served to this user alone
         return str(out), f"Exported {written} memories from `{esc(space)}`."
 
+    max_text_chars = ctx.runtime.config.agent.max_question_chars  # an imported text is held to a question's limit
+
+    def own_upload(path: str, request: gr.Request) -> bool:
+        """Whether `path` is a file this request's user uploaded: the path arrives from the browser,
+        and a forged one may name any file of the cache, such as another user's export."""
+        if ctx.files.is_upload_of(path, ctx.user_of(request)):
+            return True
+        log.warning("import by %s refused: %s is not a file they uploaded", ctx.user_of(request), path)
+        return False
+
     def preview_import(ns, path: str | None, request: gr.Request):
         if not path:
             return "", [], gr.Radio(visible=False)
+        if not own_upload(path, request):
+            return NOT_AN_UPLOAD, [], gr.Radio(visible=False)
         try:
-            text, rows = import_preview(path, ctx.visible_namespace(request, ns), ctx.runtime.store)
+            text, rows = import_preview(path, ctx.visible_namespace(request, ns), ctx.runtime.store,
+                                        max_text_chars=max_text_chars)
+        except ImportFileError as exc:
+            ctx.files.discard(path)  # a file that cannot be imported is of no further use
+            return _problem(exc) + " Nothing was imported.", [], gr.Radio(visible=False)
         except KNOWN_ERRORS as exc:
             return _problem(exc) + " Nothing was imported.", [], gr.Radio(visible=False)
         return text, rows, gr.Radio(visible=any(row[-1] == ALREADY_HERE for row in rows))
@@ -207,14 +230,20 @@ def build_memory_tab(ctx: AppContext):
     def apply_import(ns, path: str | None, choice: str, request: gr.Request) -> str:
         if not path:
             return "Choose an export file first."
+        if not own_upload(path, request):
+            return NOT_AN_UPLOAD
         space = ctx.visible_namespace(request, ns)
         try:
             ctx.require_writable()
             outcome = ctx.runtime.store.import_file(space, path, actor=f"import:{ctx.user_of(request)}",
-                                                    existing=EXISTING_CHOICES.get(choice, "skip"))
+                                                    existing=EXISTING_CHOICES.get(choice, "skip"),
+                                                    max_text_chars=max_text_chars)
+        except ImportFileError as exc:
+            ctx.files.discard(path)
+            return _problem(exc) + " Nothing was imported."
         except KNOWN_ERRORS as exc:
             return _problem(exc) + " Nothing was imported."
-        return import_message(outcome, space)
+        return import_message(outcome, space)  # the file stays for another choice; the cache's sweep takes it
 
     def on_load(request: gr.Request):
         admin = ctx.users is not None and ctx.is_admin(request)

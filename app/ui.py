@@ -8,8 +8,10 @@ import os
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
 from app.auth import UserDirectory
@@ -21,6 +23,7 @@ from app.render import esc
 from app.research_tab import build_research_tab
 from app.session import AppContext
 from app.settings_tab import build_settings_tab
+from app.upload_cache import UploadCache, use_upload_cache
 from app.user_files import OwnFilesOnly
 from backend.config import Config, ConfigError
 from backend.runtime import Runtime, build_runtime
@@ -109,6 +112,17 @@ def port_in_use(host: str, port: int) -> PortInUseError | None:
 FOOTER_LINKS = ["gradio", "settings"]
 
 
+def upload_cache_sweep(ctx: AppContext) -> UploadCache | None:
+    """The sweep of Gradio's cache when it lies in the app's data folder (use_upload_cache); a cache
+    elsewhere (the system's temporary folder, shared with others) is not the app's to sweep."""
+    root = Path(get_upload_folder()).resolve()
+    app_config = ctx.runtime.config.app
+    if not root.is_relative_to(Path(ctx.runtime.config.data_dir).resolve()):
+        return None
+    return UploadCache(root, max_bytes=app_config.upload_cache_bytes, max_age_s=app_config.upload_cache_age_s,
+                       files=ctx.files)
+
+
 @contextmanager
 def forwarded_headers_trusted_from(proxies: str) -> Iterator[None]:
     """While the server is set up: uvicorn (which Gradio starts without proxy settings) believes the
@@ -127,23 +141,30 @@ def forwarded_headers_trusted_from(proxies: str) -> Iterator[None]:
 
 def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool = False):
     """Start serving; runs queue separately so one user's long run does not block another's page.
-    With logins, sign-in is throttled (the counts shared through the memory store's database),
-    password checks run off the event loop, and each user's files are served to that user alone. A
-    port already taken raises PortInUseError (a sentence naming the port and --port)."""
+    Each user's files are served to that user alone; with logins, sign-in is throttled (the counts
+    shared through the memory store's database) and password checks run off the event loop. A
+    cache in the data folder is swept. A port already taken raises PortInUseError (a sentence
+    naming the port and --port)."""
     busy = port_in_use(host, port)
     if busy is not None:
         raise busy
     demo = build_ui(ctx)
     auth = None
+    local_user = ctx.user_of(None) if ctx.users is None else None  # without logins: the one user, every visitor
+    middleware = [Middleware(OwnFilesOnly, files=ctx.files, local_user=local_user)]
     if ctx.users is not None:
         auth = LoginGuard(ctx.users, counts=ctx.runtime.store.login_failures()).authenticate
-    middleware = [Middleware(ClientAddress), Middleware(OwnFilesOnly, files=ctx.files)] if auth else []
+        middleware.insert(0, Middleware(ClientAddress))
+    app_kwargs = {"middleware": middleware}
+    sweep = upload_cache_sweep(ctx)
+    if sweep is not None:
+        app_kwargs["lifespan"] = sweep.lifespan()
     demo.queue(default_concurrency_limit=8)
     app_config = ctx.runtime.config.app
     try:
         with forwarded_headers_trusted_from(app_config.trusted_proxies):
             demo.launch(
-                server_name=host, server_port=port, show_error=True, auth=auth, app_kwargs={"middleware": middleware},
+                server_name=host, server_port=port, show_error=True, auth=auth, app_kwargs=app_kwargs,
                 auth_message=("Sign in with the account the demo's host gave you. After several wrong passwords, "
                               "sign-in pauses for a while.") if auth else None,
                 # Uploads are question images and documents; each is checked against its own limit after.
@@ -166,6 +187,7 @@ def serve(config: Config, *, host: str, port: int, users: UserDirectory | None =
     busy = port_in_use(host, port)
     if busy is not None:
         raise busy
+    use_upload_cache(config.data_dir)
     print("Preparing the models, the search index and the memory store (first start takes a few minutes)...", flush=True)
     runtime = build_runtime(config, progress=True, dense_in_background=True)
     learner = None

@@ -1,20 +1,28 @@
 """Files served to one user only: the exports the app writes for a user and the files a user uploads.
 
-Gradio serves any file of its cache to anyone signed in who has the URL. With logins on, the app
-records whose each such file is, and `OwnFilesOnly` (ASGI middleware) answers 404 to anyone else.
-Files the app writes for a user live under a folder of their own in Gradio's cache (so Gradio serves
-them where they are); a file there that no one owns (from an earlier run of the app) is no one's.
+Gradio serves any file of its cache to anyone signed in who has the URL. The app records whose each
+such file is, and `OwnFilesOnly` (ASGI middleware) answers 404 to anyone else. Files the app writes
+for a user live under a folder of their own in Gradio's cache (so Gradio serves them where they
+are); a file there that no one owns (from an earlier run of the app) is no one's. Such a file is
+recorded as downloaded once its user has fetched it whole, and the upload cache's sweep
+(app/upload_cache.py) deletes it a short while later, and whatever else is old. An upload is recorded
+as its uploader's, so that a view reading an uploaded file reads only one its own caller uploaded,
+never a path a request names.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import threading
+import time
 from http.cookies import SimpleCookie
 from pathlib import Path
 
 from gradio.utils import get_upload_folder
+
+log = logging.getLogger(__name__)
 
 FILE_ROUTES = ("/gradio_api/file=", "/gradio_api/file/")
 UPLOAD_ROUTE = "/gradio_api/upload"
@@ -26,11 +34,13 @@ def _key(path: str | Path) -> str:
 
 
 class UserFiles:
-    """Who may download which served file."""
+    """Who may download which served file, and who uploaded which."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root or Path(get_upload_folder()) / "mia-user-files").resolve()
         self._owners: dict[str, set[str]] = {}
+        self._uploads: set[str] = set()
+        self._downloaded: dict[str, float] = {}  # a file written for a user -> when they first had all of it
         self._lock = threading.Lock()
 
     def new_folder(self, user: str) -> Path:
@@ -42,6 +52,49 @@ class UserFiles:
     def grant(self, path: str | Path, user: str) -> None:
         with self._lock:
             self._owners.setdefault(_key(path), set()).add(user)
+
+    def record_upload(self, path: str | Path, user: str) -> None:
+        """`path` came in through the upload route in a request of `user`'s."""
+        with self._lock:
+            self._owners.setdefault(_key(path), set()).add(user)
+            self._uploads.add(_key(path))
+
+    def is_upload_of(self, path: str | Path, user: str) -> bool:
+        """Whether `user` uploaded `path` (and it has not been discarded since)."""
+        key = _key(path)
+        with self._lock:
+            return key in self._uploads and user in self._owners.get(key, set())
+
+    def is_written_file(self, path: str | Path) -> bool:
+        """Whether `path` is a file the app wrote for a user (an export, a report, a source's copy)."""
+        key = _key(path)
+        with self._lock:
+            return key in self._owners and Path(key).is_relative_to(self.root)
+
+    def mark_downloaded(self, path: str | Path, when: float) -> None:
+        with self._lock:
+            self._downloaded.setdefault(_key(path), when)
+
+    def downloaded_before(self, moment: float) -> set[Path]:
+        """The files written for users that were downloaded whole before `moment` (seconds since the epoch)."""
+        with self._lock:
+            return {Path(key) for key, when in self._downloaded.items() if when < moment}
+
+    def forget(self, path: str | Path) -> None:
+        """Drop the records of a file that is gone."""
+        key = _key(path)
+        with self._lock:
+            self._owners.pop(key, None)
+            self._uploads.discard(key)
+            self._downloaded.pop(key, None)
+
+    def discard(self, path: str | Path) -> None:
+        """Delete a file its user is done with (a rejected or consumed upload, a downloaded export)."""
+        try:
+            Path(path).unlink(missing_ok=True)
+        except OSError as exc:  # the cache's sweep deletes it later
+            log.warning("could not delete %s: %s", path, exc)
+        self.forget(path)
 
     def may_read(self, path: str | Path, user: str | None) -> bool:
         key = _key(path)
@@ -84,26 +137,49 @@ def requested_file(path: str) -> str | None:
 
 
 class OwnFilesOnly:
-    """ASGI middleware: a user's files go to that user alone; an upload becomes the uploader's."""
+    """ASGI middleware: a user's files go to that user alone; an upload becomes the uploader's; a
+    file the app wrote for a user is recorded as downloaded once they have had all of it.
+    `local_user`: the one user of an app without logins (None: the signed-in user of each request)."""
 
-    def __init__(self, app, files: UserFiles) -> None:
+    def __init__(self, app, files: UserFiles, local_user: str | None = None) -> None:
         self.app = app
         self.files = files
+        self.local_user = local_user
+
+    def _user(self, scope: dict) -> str | None:
+        return self.local_user if self.local_user is not None else signed_in_user(scope)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         wanted = requested_file(scope["path"])
-        if wanted is not None and not self.files.may_read(wanted, signed_in_user(scope)):
-            return await _not_found(send)
+        if wanted is not None:
+            if not self.files.may_read(wanted, self._user(scope)):
+                return await _not_found(send)
+            if scope["method"] == "GET" and self.files.is_written_file(wanted):
+                return await self._download(wanted, scope, receive, send)
         if scope["path"].rstrip("/") == UPLOAD_ROUTE and scope["method"] == "POST":
             return await self._upload(scope, receive, send)
         return await self.app(scope, receive, send)
 
+    async def _download(self, path: str, scope, receive, send):
+        """Serve a file written for its user; all of it read out (200, not a range), it is downloaded."""
+        status = 0
+
+        async def watch(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            if message["type"] == "http.response.body" and not message.get("more_body") and status == 200:
+                self.files.mark_downloaded(path, time.time())
+            await send(message)
+
+        await self.app(scope, receive, watch)
+
     async def _upload(self, scope, receive, send):
         """Pass the upload through; the paths it answers with become the uploader's before the
         answer leaves (so no one else can fetch them even at once)."""
-        user = signed_in_user(scope)
+        user = self._user(scope)
         held: list[dict] = []
         body = bytearray()
         released = False
@@ -124,7 +200,7 @@ class OwnFilesOnly:
                 paths = []
             for path in paths if user and isinstance(paths, list) else []:
                 if isinstance(path, str):
-                    self.files.grant(path, user)
+                    self.files.record_upload(path, user)
             released = True
             for waiting in held:
                 await send(waiting)

@@ -159,6 +159,8 @@ class AppConfig:
     max_image_bytes: int = 10_000_000
     max_document_bytes: int = 50_000_000  # one document file (PDF, DOCX, ...) added to a collection
     max_namespace_document_bytes: int = 2_000_000_000  # all of one namespace's documents (the shared ones too)
+    upload_cache_bytes: int = 1_000_000_000  # Gradio's cache under data_dir (uploads, exports, reports); oldest go first
+    upload_cache_age_s: int = 3600  # a cached file older than this is deleted
     # Addresses (or networks) of reverse proxies whose X-Forwarded-For names the client; "" = none:
     # the address a sign-in is counted against is the connection's own.
     trusted_proxies: str = ""
@@ -432,6 +434,9 @@ def _validate(config: Config) -> None:
         (app.max_document_bytes > 0, "app.max_document_bytes", "must be positive"),
         (app.max_namespace_document_bytes >= app.max_document_bytes, "app.max_namespace_document_bytes",
          "must be at least app.max_document_bytes"),
+        (app.upload_cache_bytes >= max(app.max_image_bytes, app.max_document_bytes), "app.upload_cache_bytes",
+         "must hold at least one upload of the largest size allowed (app.max_image_bytes, app.max_document_bytes)"),
+        (app.upload_cache_age_s >= 60, "app.upload_cache_age_s", "must be at least 60 seconds"),
     ])
     _validate_trusted_proxies(app.trusted_proxies)
     for name, role in config.roles.items():

@@ -4,6 +4,7 @@ throttled after wrong passwords."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,3 +86,28 @@ def test_a_forged_x_forwarded_for_is_not_the_address_a_sign_in_is_counted_agains
     assert forged.status_code == 400
     assert address_failures(ctx, "127.0.0.1") == before + 1  # the connection's address, in the shared counts
     assert address_failures(ctx, "203.0.113.77") == 0
+
+
+def call(client: httpx.Client, api_name: str, data: list) -> list:
+    """One call of the UI's endpoint `api_name` with `data` as the browser would send it, raw."""
+    started = client.post(f"/gradio_api/call/{api_name}", json={"data": data})
+    assert started.status_code == 200, started.text
+    answer = client.get(f"/gradio_api/call/{api_name}/{started.json()['event_id']}")
+    lines = answer.text.splitlines()
+    assert "event: complete" in lines, answer.text
+    return json.loads(lines[lines.index("event: complete") + 1].removeprefix("data: "))
+
+
+def test_an_import_never_reads_a_path_the_request_names(shared_app):
+    url, ctx = shared_app
+    ctx.runtime.store.add(NewMemory("What is Alice's import secret?", "Alice's notes to import.", "1. search", True,
+                                    namespace="alice"))
+    alice_app = Client(url, auth=("alice", USERS["alice"][0]), download_files=False, verbose=False)
+    exported, _ = alice_app.predict("alice", api_name="/export_namespace")
+    forged = {"path": exported["path"], "meta": {"_type": "gradio.FileData"}}  # alice's file, named by bob
+    with signed_in(url, "bob") as bob:
+        preview = call(bob, "preview_import", ["bob", forged])
+        imported = call(bob, "apply_import", ["bob", forged, "Skip them (keep the stored memories)"])
+    assert "an import reads only a file you uploaded yourself" in preview[0] and preview[1]["data"] in ([], [[]])
+    assert "an import reads only a file you uploaded yourself" in imported[0]
+    assert ctx.runtime.store.count(namespace="bob") == 0

@@ -63,6 +63,8 @@ def test_environment_overrides_the_file(tmp_path):
         ("[roles.critic]\n", "roles.critic"),
         ("[app]\nport = 0\n", "app.port"),
         ('[app]\ntrusted_proxies = "127.0.0.1, *"\n', "app.trusted_proxies"),
+        ("[app]\nupload_cache_bytes = 1000\n", "app.upload_cache_bytes"),
+        ("[app]\nupload_cache_age_s = 5\n", "app.upload_cache_age_s"),
         ("[nonsense]\n", "nonsense"),
         ("[agent\n", "mia.toml"),
     ],
