@@ -33,14 +33,18 @@ def signed_in(url: str, user: str) -> Iterator[httpx.Client]:
         yield client
 
 
-def test_an_export_downloads_for_its_user_only(shared_app):
-    url, ctx = shared_app
-    ctx.runtime.store.add(NewMemory("What is Alice's secret project?", "Alice's private notes.", "1. search", True,
-                                    namespace="alice"))
+def alice_exports(url: str, ctx, question: str, notes: str) -> dict:
+    """Alice stores a memory and exports her namespace; the export's file data, as her page gets it."""
+    ctx.runtime.store.add(NewMemory(question, notes, "1. search", True, namespace="alice"))
     alice_app = Client(url, auth=("alice", USERS["alice"][0]), download_files=False, verbose=False)
     exported, message = alice_app.predict("alice", api_name="/export_namespace")
-    assert "Exported 1 memories" in message
-    link = exported["url"]
+    assert "Exported" in message
+    return exported
+
+
+def test_an_export_downloads_for_its_user_only(shared_app):
+    url, ctx = shared_app
+    link = alice_exports(url, ctx, "What is Alice's secret project?", "Alice's private notes.")["url"]
 
     with signed_in(url, "alice") as alice, signed_in(url, "bob") as bob, signed_in(url, "admin") as admin:
         mine = alice.get(link)
@@ -100,10 +104,7 @@ def call(client: httpx.Client, api_name: str, data: list) -> list:
 
 def test_an_import_never_reads_a_path_the_request_names(shared_app):
     url, ctx = shared_app
-    ctx.runtime.store.add(NewMemory("What is Alice's import secret?", "Alice's notes to import.", "1. search", True,
-                                    namespace="alice"))
-    alice_app = Client(url, auth=("alice", USERS["alice"][0]), download_files=False, verbose=False)
-    exported, _ = alice_app.predict("alice", api_name="/export_namespace")
+    exported = alice_exports(url, ctx, "What is Alice's import secret?", "Alice's notes to import.")
     forged = {"path": exported["path"], "meta": {"_type": "gradio.FileData"}}  # alice's file, named by bob
     with signed_in(url, "bob") as bob:
         preview = call(bob, "preview_import", ["bob", forged])
