@@ -20,6 +20,7 @@ from backend.events import (
     AnswerReady,
     Event,
     ExecutorThought,
+    HopAnswered,
     MemoriesRetrieved,
     MemoryStored,
     PlanReady,
@@ -101,6 +102,17 @@ def uses_phrase(memory: dict) -> str:
     return f"won {memory.get('successes', 0)} of {uses} use{'s' if uses != 1 else ''}"
 
 
+def hop_outcome(hop: HopAnswered) -> str:
+    """'Great Exuma (Fyre Festival: "It was scheduled to take place on … Great Exuma …")', or the answer
+    marked as stated by no retrieved sentence."""
+    if not hop.answer:
+        return "(no answer)"
+    if hop.sentence:
+        title, _, sentence = hop.sentence.partition(": ")
+        return f'{hop.answer} ({title}: "{sentence}")'
+    return f"{hop.answer} (no retrieved sentence states it)"
+
+
 def event_to_text(event: Event) -> str:
     """One event as plain terminal lines (no HTML escaping: a terminal renders none; control
     characters made visible)."""
@@ -150,6 +162,8 @@ def _event_lines(event: Event) -> str:
         if event.taught:
             lines.append(f"  {answer_note(event.taught)}")
         return "\n".join(lines)
+    if isinstance(event, HopAnswered):
+        return f"Hop {event.number}: {event.question} -> {hop_outcome(event)}"
     if isinstance(event, ReflectionDecided):
         return f"Reflection {event.round}: replan = {'yes' if event.replan else 'no'}"
     if isinstance(event, VerdictReady):
@@ -352,6 +366,8 @@ class RunTranscript:
                 last[1].answers.append(event)
             else:
                 self.entries.append(("answer", event))
+        elif isinstance(event, HopAnswered):
+            self.entries.append(("hop", event))
         elif isinstance(event, ReflectionDecided):
             self.entries.append(("reflection", event))
         elif isinstance(event, VerdictReady):
@@ -525,6 +541,10 @@ class RunTranscript:
                                  f"{title} · {len(item.steps)} step{'s' if len(item.steps) != 1 else ''}{first}{more}", body)
         if kind == "answer":
             return f'<div class="entry answer">📝 Answer: {h(item.text or "(no answer)")}{self._forced(item)}</div>'
+        if kind == "hop":
+            return (f'<div class="entry hop">🧩 Hop {h(item.number)}: {h(item.question)} → '
+                    f'<b>{h(item.answer or "(no answer)")}</b> <span class="muted">{h(hop_outcome(item)[len(item.answer):].strip())}'
+                    f'</span></div>')
         if kind == "reflection":
             decision = "replan" if item.replan else "the answer stands"
             return f'<div class="entry reflection">🔁 Reflection {item.round}: {decision}</div>'

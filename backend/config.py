@@ -73,6 +73,7 @@ class AgentConfig:
     read_by_quote: bool = True  # a larger Executor copies the sentence that states an open answer before its final answer
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
+    plan_shape: str = "steps"  # "steps": a numbered plan of actions; "subquestions": hop by hop (backend.hops)
     taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)
     unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
     count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
@@ -327,6 +328,7 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
         (a.max_llm_calls >= 0, f"{key_prefix}.max_llm_calls", "must be 0 (automatic) or a positive number of calls"),
         (a.max_tokens >= 0, f"{key_prefix}.max_tokens", "must be 0 (no limit) or a positive number of tokens"),
         (a.guided_actions in ("auto", "on", "off"), f"{key_prefix}.guided_actions", 'must be "auto", "on" or "off"'),
+        (a.plan_shape in ("steps", "subquestions"), f"{key_prefix}.plan_shape", 'must be "steps" or "subquestions"'),
         (
             a.sparse_memory_planner in ("manager", "planner"),
             f"{key_prefix}.sparse_memory_planner",

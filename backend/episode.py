@@ -32,7 +32,7 @@ from backend.events import (
     RunStarted,
     VerdictReady,
 )
-from backend.executor import ExecutorSession
+from backend.executor import ExecutorSession, named_phrases
 from backend.judge import CORRECT, FROM_FEEDBACK, Judge, Verdict
 from backend.llm.base import ChatModel
 from backend.manager import Manager, memory_to_dict
@@ -42,6 +42,7 @@ from backend.planner import Planner
 from backend.prompts.manager import caption_messages, caption_with_ocr
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, stating_sentence
+from backend.hops import Hop, fill, hops_from, weakest, worked_examples
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
 from memory_db.lifecycle import is_verified
@@ -66,6 +67,7 @@ class EpisodeSettings:
     memory_k: int = 2
     min_memory_similarity: float = 0.35
     strategies_by_type: bool = False
+    plan_shape: str = "steps"  # "steps" | "subquestions" (backend.hops)
     taught_min_similarity: float = 0.85
     unverified_memory_weight: float = 0.0
     count_unverified_outcomes: bool = False
@@ -95,6 +97,7 @@ class EpisodeSettings:
             memory_k=agent.memory_k,
             min_memory_similarity=agent.min_memory_similarity,
             strategies_by_type=agent.strategies_by_type,
+            plan_shape=agent.plan_shape,
             taught_min_similarity=agent.taught_min_similarity,
             unverified_memory_weight=agent.unverified_memory_weight,
             count_unverified_outcomes=agent.count_unverified_outcomes,
@@ -128,6 +131,7 @@ class EpisodeOutcome:
     plan_steps: list[str] = field(default_factory=list)
     first_plan_step_count: int = 0
     taught: TaughtAnswer | None = None  # the person's answer this run started from
+    hops: list[Hop] = field(default_factory=list)  # a plan of sub-questions, as researched
 
 
 def planner_memories(manager: Manager, question: str, namespace: str, caption: str | None,
@@ -277,6 +281,9 @@ class EpisodeLoop:
                   caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
         """Plan, execute, reflect and replan: the answer goes to `self.outcome`."""
         s, method, run_id, question, outcome = self.settings, self.method, self.run_id, episode.question, self.outcome
+        if method.plans and episode.plan_steps is None and episode.memory_text is None and s.plan_shape == "subquestions":
+            yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline)
+            return
         steps_done: list[str] = []
         if episode.plan_steps is not None:
             steps_done = list(episode.plan_steps)
@@ -316,6 +323,55 @@ class EpisodeLoop:
             yield from session.settle_after_replan()
         outcome.plan_steps = steps_done
         outcome.answer = session.answer
+
+    def _research_by_hops(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
+                          caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
+        """A plan of sub-questions (backend.hops): each hop researched and read on its own, earlier
+        answers filled into later hops; reflection checks each hop's answer against a retrieved sentence
+        and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
+        last hop's, or for a closed question the choice read from every hop's results."""
+        s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
+        first_planner = self._first_planner(planner, successful, failed)
+        blueprint = first_planner.decompose(question, worked_examples(successful + failed), caption)
+        plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
+                         planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
+        outcome.plans.append(plan)
+        yield plan
+        outcome.first_plan_step_count = len(blueprint.steps)
+        session = outcome.session = self._session(episode, run_tools)
+        session.start(question, blueprint.steps, caption, context=self.method.executor_notes(successful, failed))
+        hops = outcome.hops = hops_from(blueprint.steps)
+        yield from self._research_hops(session, hops, deadline)
+        for round_no in range(1, (s.reflections if self.method.reflects else 0) + 1):
+            weak = weakest(hops)
+            if weak is None or session.limit_reached(deadline):
+                break
+            yield ReflectionDecided(run_id, replan=True, round=round_no)
+            outcome.replanned = True
+            redo = hops[weak.number - 1:]
+            yield PlanReady(run_id, text=f"Redo from hop {weak.number}: no retrieved sentence states its answer.",
+                            steps=[hop.template for hop in redo], revision=round_no,
+                            planner_model=f"planner: {planner.model.name}")
+            yield from self._research_hops(session, redo, deadline, other_queries=tuple(named_phrases(question)))
+        closed = bool(closed_options(question))
+        answer = hops[-1].answer if hops and not closed else ""
+        if not answer:
+            answer = yield from session.read_answer(question)
+        outcome.first_answer = outcome.first_answer or answer
+        yield session.answer_with(answer)
+        yield from session.report_steps()
+        outcome.plan_steps = [hop.template for hop in hops]
+        outcome.answer = answer
+
+    def _research_hops(self, session: ExecutorSession, hops: list[Hop], deadline: float,
+                       other_queries: tuple[str, ...] = ()) -> Iterator[Event]:
+        answers = [hop.answer for hop in self.outcome.hops]
+        for hop in hops:
+            if session.limit_reached(deadline):
+                break
+            hop.question = fill(hop.template, answers[:hop.number - 1])
+            yield from session.research_hop(hop, other_queries=other_queries)
+            answers[hop.number - 1] = hop.answer
 
     def _session(self, episode: EpisodeInput, run_tools: dict) -> ExecutorSession:
         s = self.settings
@@ -409,6 +465,7 @@ class EpisodeLoop:
                 "searched": sorted({p.get("url") or p["title"] for p in session.passages}),
                 "trajectory": f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
                 "method": self.method.name,
+                **({"decomposition": [hop.to_dict() for hop in outcome.hops]} if outcome.hops else {}),
                 **(taught_fields(answer=outcome.taught.answer, user=outcome.taught.by, at=outcome.taught.at,
                                  how=outcome.taught.how, evidence=outcome.taught.evidence) if outcome.taught else {}),
             },

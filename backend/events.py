@@ -114,6 +114,21 @@ class AnswerReady(Event):
 
 
 @dataclass
+class HopAnswered(Event):
+    """One sub-question of a plan of sub-questions (backend.hops) researched: as the Planner wrote it,
+    as asked (earlier answers filled in), its answer and the retrieved sentence that states it."""
+
+    kind: ClassVar[str] = "hop"
+    turn: int
+    number: int
+    template: str
+    question: str
+    answer: str
+    sentence: str = ""  # "Title: sentence"; "" when no retrieved sentence states the answer
+    queries: list[str] = field(default_factory=list)
+
+
+@dataclass
 class ReflectionDecided(Event):
     kind: ClassVar[str] = "reflection"
     replan: bool
@@ -188,6 +203,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ToolReturned,
         Recovery,
         AnswerReady,
+        HopAnswered,
         ReflectionDecided,
         VerdictReady,
         MemoryStored,

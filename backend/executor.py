@@ -17,11 +17,13 @@ from backend.comparison import comparison_of, decide
 from backend.evidence import (
     choice_options, citations, closed_options, evidence_lines, is_grounded, shares_a_question_word, stating_sentence,
 )
-from backend.events import AnswerReady, Event, ExecutorThought, Recovery, StepTaken, TextDelta, ToolCalled, ToolReturned
+from backend.events import (AnswerReady, Event, ExecutorThought, HopAnswered, Recovery, StepTaken, TextDelta, ToolCalled,
+                            ToolReturned)
 from backend.llm.base import ChatModel, Completion
 from backend.metering import RunMeter
 from backend.planner import is_search_step
 from backend.prompts import executor as prompts
+from backend.hops import Hop
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
 
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
@@ -293,9 +295,10 @@ class ExecutorSession:
         return AnswerReady(self.run_id, text=answer, forced=forced, reason=reason, sources=self.sources(answer),
                            read_from=list(self.read_from), taught=taught)
 
-    def answer_with(self, answer: str, *, taught: dict) -> AnswerReady:
-        """Give an answer the model did not write (a person's, recalled from memory: `taught`), as the
-        conversation's last turn, cited to the retrieved passages that state it."""
+    def answer_with(self, answer: str, *, taught: dict | None = None) -> AnswerReady:
+        """Give an answer composed outside the model's turns (a person's, recalled from memory:
+        `taught`; a plan of sub-questions' last answer) as the conversation's last turn, cited to the
+        retrieved passages that state it."""
         self.read_from = self._titles_in_view()
         self._record_assistant(protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
         self.answer = answer
@@ -592,6 +595,30 @@ class ExecutorSession:
                 return
         self._append_user(prompts.FORCE_ANSWER)
         yield from self._answer_with_prefill(forced=True, reason=f"turn limit ({max_turns}) reached", question=question)
+
+    def research_hop(self, hop: Hop, *, max_searches: int = 2, other_queries: tuple[str, ...] = ()) -> Generator[Event, None, None]:
+        """Research one sub-question (backend.hops): search it, read its answer as a short span, and
+        when no retrieved sentence states that answer, search again by its names (then by
+        `other_queries`) and read again. The hop keeps its answer, the sentence and its queries."""
+        search = self.search_tool()
+        self.turn_count += 1
+        candidates = (hop.question, *named_phrases(hop.question), *other_queries)
+        for _ in range(max_searches if search is not None else 0):
+            done = self.searched_queries()
+            query = next((q for q in (clean_query(c) for c in candidates) if q and q.lower() not in done), None)
+            if query is None:
+                break
+            hop.queries.append(query)
+            yield from self.search(search.name, query)
+            hop.answer = yield from self.read_answer(hop.question)
+            hop.sentence = stating_sentence(hop.answer, hop.question, self.passages)
+            if hop.stated:
+                break
+        if search is None or not hop.queries:
+            hop.answer = yield from self.read_answer(hop.question)
+            hop.sentence = stating_sentence(hop.answer, hop.question, self.passages)
+        yield HopAnswered(self.run_id, turn=self.turn_count, **hop.to_dict())
+        yield from self.report_steps()
 
     def trace_text(self, max_chars: int = 1200) -> str:
         """A compact account of what was done, for reflection and consolidation prompts."""

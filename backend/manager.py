@@ -160,6 +160,7 @@ def memory_to_dict(scored, min_similarity: float | None = None) -> dict:
         "question_type": m.question_type,
         "strategy": strategy,
         "taught": taught_of(provenance),
+        "decomposition": provenance.get("decomposition"),  # a plan of sub-questions, as researched (backend.hops)
     }
 
 

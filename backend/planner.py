@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from backend.hops import parse_subquestions
 from backend.llm.base import ChatModel, Completion
 from backend.prompts import planner as prompts
 from backend.prompts.planner import PLAN_PREFILL, REPLAN_WHEN
@@ -104,6 +105,20 @@ class Planner:
             kept = [fallback]
             notes.append("no action step was left; using a single search step")
         return Blueprint(text=text.strip(), steps=kept, completion=completion, recovered="; ".join(notes) or None)
+
+    def decompose(self, question: str, worked: list[tuple[str, list[str], str]] | None = None,
+                  caption: str | None = None) -> Blueprint:
+        """A plan of sub-questions (backend.hops); the question itself as the one sub-question when the
+        model's text gives none."""
+        messages = prompts.decompose_messages(question, worked or [], caption)
+        completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=prompts.DECOMPOSE_PREFILL,
+                                         stop=("\n\n", "Question:"))
+        text = prompts.DECOMPOSE_PREFILL + completion.text
+        subquestions = parse_subquestions(text)
+        recovered = None
+        if not subquestions:
+            subquestions, recovered = [question], "no sub-question could be read; researching the question as one hop"
+        return Blueprint(text=text.strip(), steps=subquestions, completion=completion, recovered=recovered)
 
     def reflect(self, question: str, answer: str, trace_text: str, support: str | None = None) -> Reflection:
         """`support`: where the retrieved text states the answer ("" = nowhere; None = not checked, as

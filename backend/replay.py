@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from backend.events import (
     AnswerReady,
     Event,
+    HopAnswered,
     MemoriesRetrieved,
     MemoryStored,
     PlanReady,
@@ -31,6 +32,7 @@ class RunRecord:
     plans: list[PlanReady] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     answers: list[AnswerReady] = field(default_factory=list)
+    hops: list[HopAnswered] = field(default_factory=list)  # a plan of sub-questions, each hop as researched (a redo again)
     reflections: list[ReflectionDecided] = field(default_factory=list)
     verdict: VerdictReady | None = None
     memory_stored: MemoryStored | None = None
@@ -92,6 +94,8 @@ class RunRecord:
             self.steps.append(Step(**event.step))
         elif isinstance(event, AnswerReady):
             self.answers.append(event)
+        elif isinstance(event, HopAnswered):
+            self.hops.append(event)
         elif isinstance(event, ReflectionDecided):
             self.reflections.append(event)
         elif isinstance(event, VerdictReady):

@@ -40,6 +40,26 @@ REPLAN_TURN = (
 NOTHING_DONE = "- (nothing)"
 NO_ANSWER = "(none)"
 
+# A plan of sub-questions (agent.plan_shape = "subquestions", backend.hops). The examples are not from
+# the evaluation's questions; worked examples from memory come before them.
+DECOMPOSE_SYSTEM = (
+    "You break a question into the simple questions that answer it, in order. Each simple question asks "
+    "for one fact that one search can find. Refer to the answer of an earlier one as #1 or #2. Write 1 to 3 "
+    "numbered questions. Never answer them."
+)
+DECOMPOSE_EXAMPLES = (
+    ("Which river flows through the city where the author of Dracula was born?",
+     ("Who wrote Dracula?", "In which city was #1 born?", "Which river flows through #2?")),
+    ("Who was born first, Ada Lovelace or Charles Babbage?",
+     ("When was Ada Lovelace born?", "When was Charles Babbage born?")),
+    ("What instrument did the founder of the Vienna Philharmonic play?",
+     ("Who founded the Vienna Philharmonic?", "What instrument did #1 play?")),
+)
+DECOMPOSE_EXAMPLE = "Question: {question}\n{subquestions}"
+WORKED_EXAMPLE_NOTE = "(worked for an earlier question: {outcome})"
+DECOMPOSE_TURN = "{examples}\n\nQuestion: {question}{image_line}"
+DECOMPOSE_PREFILL = "1."
+
 FALLBACK_PLAN_STEP = "Search for the main entities of: {question}"
 FALLBACK_REPLAN_STEP = "Search again with different keywords for: {question}"
 
@@ -50,6 +70,24 @@ def plan_messages(question: str, memories_text: str, tools_text: str, caption: s
         {"role": "system", "content": PLANNER_SYSTEM},
         {"role": "user", "content": PLAN_TURN.format(tools=tools_text, memories=memories_text, question=question,
                                                      image_line=image_line)},
+    ]
+
+
+def decomposition_text(subquestions) -> str:
+    return "\n".join(f"{i}. {sub}" for i, sub in enumerate(subquestions, 1))
+
+
+def decompose_messages(question: str, worked: list[tuple[str, list[str], str]], caption: str | None = None) -> list[dict]:
+    """`worked`: (question, sub-questions, outcome) of verified decompositions from memory, shown
+    first as examples (raw, as they were solved)."""
+    examples = [DECOMPOSE_EXAMPLE.format(question=q, subquestions=decomposition_text(subs)) for q, subs in DECOMPOSE_EXAMPLES]
+    examples = [DECOMPOSE_EXAMPLE.format(question=q, subquestions=decomposition_text(subs)) + "\n"
+                + WORKED_EXAMPLE_NOTE.format(outcome=outcome) for q, subs, outcome in worked] + examples
+    image_line = IMAGE_LINE.format(caption=caption) if caption else ""
+    return [
+        {"role": "system", "content": DECOMPOSE_SYSTEM},
+        {"role": "user", "content": DECOMPOSE_TURN.format(examples="\n\n".join(examples), question=question,
+                                                          image_line=image_line)},
     ]
 
 

@@ -1,0 +1,94 @@
+"""Plans of sub-questions: a multi-hop question researched one hop at a time.
+
+The Planner breaks the question into at most three simple questions, each asking one fact that one
+search can find, later ones naming an earlier answer as #1 or #2 ("Who wrote Dracula?" → "In which
+city was #1 born?"). Each hop is searched and read on its own, as a short span with the sentence
+that states it, and its answer is filled into the hops after it. A 1.5B reader reads one hop well
+and two hops at once badly; this is what the blueprint is for on `agent.plan_shape = "subquestions"`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+MAX_HOPS = 3
+_LINE = re.compile(r"^\s*(?:q(?:uestion)?\s*)?(\d)[.):]\s*(.+?)\s*$", re.IGNORECASE)
+_REFERENCE = re.compile(r"#(\d)")
+
+
+@dataclass
+class Hop:
+    """One sub-question: as the Planner wrote it, as asked (earlier answers filled in), and its answer
+    with the retrieved sentence that states it ("Title: sentence"; "" when none does)."""
+
+    number: int
+    template: str
+    question: str = ""
+    answer: str = ""
+    sentence: str = ""
+    queries: list[str] = field(default_factory=list)
+
+    @property
+    def stated(self) -> bool:
+        return bool(self.answer and self.sentence)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def parse_subquestions(text: str, max_hops: int = MAX_HOPS) -> list[str]:
+    """The numbered questions of a decomposition, in order, each once. The plan stops at a numbered
+    line that is not a question (a claim, often the guessed answer) or that refers to itself or a
+    later line."""
+    found: list[str] = []
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if not match:
+            continue
+        sub = " ".join(match.group(2).split())
+        references = [int(n) for n in _REFERENCE.findall(sub)]
+        if not sub.endswith("?") or any(n < 1 or n > len(found) for n in references):
+            break
+        if sub and sub.lower() not in (f.lower() for f in found):
+            found.append(sub)
+        if len(found) >= max_hops:
+            break
+    return found
+
+
+def fill(template: str, answers: list[str]) -> str:
+    """The sub-question with each #n replaced by the n-th hop's answer (left as written when that hop
+    has none)."""
+    def answer_of(match: re.Match) -> str:
+        n = int(match.group(1))
+        return answers[n - 1] if 0 < n <= len(answers) and answers[n - 1] else match.group(0)
+
+    return _REFERENCE.sub(answer_of, template)
+
+
+def hops_from(subquestions: list[str]) -> list[Hop]:
+    return [Hop(number=i, template=sub) for i, sub in enumerate(subquestions, 1)]
+
+
+def weakest(hops: list[Hop]) -> Hop | None:
+    """The first hop whose answer no retrieved sentence states (what a replan redoes), or None."""
+    return next((hop for hop in hops if not hop.stated), None)
+
+
+def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, list[str], str]]:
+    """Verified decompositions among retrieved memories (backend.manager.memory_to_dict), as the
+    Planner is shown them: (question, sub-questions as written, how it went)."""
+    examples = []
+    for memory in memories:
+        hops = memory.get("decomposition") or []
+        if not hops or not memory.get("verified", True):
+            continue
+        if memory.get("correct"):
+            outcome = "the answer was right"
+        else:
+            weak = next((hop for hop in hops if not hop.get("sentence")), None)
+            outcome = (f"the answer was wrong; no retrieved sentence stated hop {weak['number']}'s answer" if weak
+                       else "the answer was wrong although a sentence stated every hop's answer")
+        examples.append((memory["question"], [hop["template"] for hop in hops], outcome))
+    return examples[:limit]

@@ -1,0 +1,102 @@
+"""Plans of sub-questions (agent.plan_shape = "subquestions"): the Planner's decomposition parsed, each
+hop researched and read on its own with earlier answers filled in, the weakest hop redone, the
+decomposition kept in memory and shown to a later Planner as a worked example. The real loop, store
+and search index; scripted models say what a model would write."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from app.render import event_to_text, transcript_of
+from backend.agent import ResearchAgent, RunRequest
+from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, ReflectionDecided
+from backend.hops import fill, parse_subquestions, worked_examples
+from backend.prompts.planner import decompose_messages
+from backend.replay import replay
+from backend.runlog import RunLog
+from memory_db import MemoryStore
+
+FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+                 "2. Where was #1 supposed to take place?")
+
+
+def test_a_decomposition_is_read_as_numbered_sub_questions_referring_back():
+    assert parse_subquestions(DECOMPOSITION) == [
+        "Which music festival was Billy McFarland charged with wire fraud for?", "Where was #1 supposed to take place?"]
+    assert parse_subquestions("1. Who wrote Dracula?\n2) In which city was #1 born?\n3. Which river flows through #2?"
+                              "\n4. What is #3 called?") == [
+        "Who wrote Dracula?", "In which city was #1 born?", "Which river flows through #2?"]  # at most three
+    assert parse_subquestions("1. Who founded #2?\n2. What is Acme?") == []  # a reference forward makes no plan
+    assert parse_subquestions("1. When was A born?\n2. when was a born?\nThe answer is A.") == ["When was A born?"]
+    assert fill("Where was #1 supposed to take place?", ["Fyre Festival"]) == "Where was Fyre Festival supposed to take place?"
+    assert fill("In which city was #1 born?", [""]) == "In which city was #1 born?"  # no answer yet: left as written
+
+
+@pytest.fixture
+def ask(tmp_path, shared_tools, embedder, scripted_model_class):
+    from backend.config import RoleConfig, load_config
+
+    base = load_config(environ={})
+    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                     agent=replace(base.agent, plan_shape="subquestions", reflections=1, sparse_memory_planner="planner",
+                                   min_memory_similarity=-1.0),
+                     roles={name: RoleConfig() for name in base.roles})
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    models = {}
+
+    def run(question, planner, reader, ground_truth="Great Exuma"):
+        models.update(planner=scripted_model_class("planner", planner), executor=scripted_model_class("executor", reader),
+                      judge=scripted_model_class("judge"), manager=scripted_model_class("manager"))
+        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        return list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth)))
+
+    run.models, run.store = models, store
+    yield run
+    store.close()
+
+
+def test_each_hop_is_searched_and_read_on_its_own_with_the_earlier_answer_filled_in(ask):
+    events = ask(FESTIVAL, [DECOMPOSITION], ["Fyre Festival", "Great Exuma"])
+    plan = next(e for e in events if isinstance(e, PlanReady))
+    assert plan.steps == parse_subquestions(DECOMPOSITION)
+    hops = [e for e in events if isinstance(e, HopAnswered)]
+    assert [(h.number, h.answer) for h in hops] == [(1, "Fyre Festival"), (2, "Great Exuma")]
+    assert hops[1].question == "Where was Fyre Festival supposed to take place?"
+    assert hops[1].queries[0] == hops[1].question  # the second hop is searched with the first one's answer
+    assert all(h.sentence for h in hops) and "Great Exuma" in hops[1].sentence
+    reader_asks = [m[-1]["content"] for m in ask.models["executor"].prompts]
+    assert len(reader_asks) == 2 and "Question: Where was Fyre Festival supposed to take place?" in reader_asks[1]
+    answer = [e for e in events if isinstance(e, AnswerReady)][-1]
+    assert answer.text == "Great Exuma" and answer.sources
+    assert not any(isinstance(e, ReflectionDecided) for e in events)  # every hop is stated: nothing to redo
+    assert "hop 2" in event_to_text(hops[1]).lower() and "Great Exuma" in event_to_text(hops[1])
+    assert replay(events).hops == hops and "🧩 Hop 2" in transcript_of(events).trace_html()
+
+    stored = ask.store.get(next(e for e in events if isinstance(e, MemoryStored)).memory_id, namespace="alice")
+    assert [h["answer"] for h in stored.provenance["decomposition"]] == ["Fyre Festival", "Great Exuma"]
+    examples = worked_examples([{"question": stored.question, "correct": True, "verified": True,
+                                 "decomposition": stored.provenance["decomposition"]}])
+    shown = decompose_messages("Where was the festival Ja Rule promoted held?", examples)[1]["content"]
+    assert "Where was #1 supposed to take place?\n(worked for an earlier question: the answer was right)" in shown
+
+
+def test_a_hop_no_sentence_states_is_redone(ask):
+    # The reader says "Lisbon" for the first hop twice (no retrieved sentence states it), then, on the
+    # redo, the festival; the second hop is then asked with it.
+    events = ask(FESTIVAL, [DECOMPOSITION], ["Lisbon", "Lisbon", "Lisbon", "Lisbon", "Fyre Festival", "Great Exuma"])
+    assert any(isinstance(e, ReflectionDecided) and e.replan for e in events)
+    redo = [e for e in events if isinstance(e, PlanReady) and e.revision == 1]
+    assert redo and redo[0].steps[0] == parse_subquestions(DECOMPOSITION)[0]
+    hops = [e for e in events if isinstance(e, HopAnswered)]
+    assert hops[0].answer == "Lisbon" and not hops[0].sentence
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].text == hops[-1].answer
+
+
+def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_hop(ask):
+    events = ask(FESTIVAL, ["I think it was in the Bahamas."], ["Great Exuma"])
+    plan = next(e for e in events if isinstance(e, PlanReady))
+    assert plan.steps == [FESTIVAL] and "researching the question as one hop" in plan.recovered
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
