@@ -130,12 +130,13 @@ def main() -> None:
     if args.serve:
         serve(args.serve[0], int(args.serve[1]))
         return
+    load_before = os.getloadavg()[0]
     rows = []
     for label, mode in MODES.items():
         rows += [[label, *row] for row in measure(mode, args.flooders, args.attempts, args.requests)]
     header = ["password check", "phase", "N", "p50 ms", "p95 ms", "logins/s"]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    print(f"load average before the last run: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+    print(f"load average (1 min): {load_before:.2f} before, {os.getloadavg()[0]:.2f} after ({os.cpu_count()} cores)")
     for row in [header, ["-" * w for w in widths], *rows]:
         print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)))
 
