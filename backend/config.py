@@ -3,11 +3,12 @@
 A bad value is a `ConfigError` that names the key (``roles.planner.backend``) and what to do;
 nothing falls back to a silent default.
 
-Environment overrides use ``MIA_<SECTION>_<KEY>`` for the flat sections
-(``MIA_AGENT_MAX_TURNS=4``) and ``MIA_<ROLE>_<KEY>`` for the roles
-(``MIA_PLANNER_BACKEND=openai``, ``MIA_PLANNER_BASE_URL=http://127.0.0.1:8000/v1``).
-``MIA_CONFIG`` points at another TOML file. The reward subsections read
-``MIA_REWARDS_EXECUTOR_<KEY>`` and ``MIA_REWARDS_PLANNER_<KEY>``.
+Every setting can be overridden by an environment variable, one rule for all (`env_name`):
+``MIA_<SECTION>_<KEY>`` (``MIA_AGENT_MAX_TURNS=4``, ``MIA_PATHS_DATA_DIR=/srv/mia``,
+``MIA_MEMORY_URL=postgresql+psycopg://...``, ``MIA_REWARDS_EXECUTOR_ACC_WEIGHT=0.8``) and
+``MIA_<ROLE>_<KEY>`` for the roles (``MIA_PLANNER_BACKEND=openai``,
+``MIA_PLANNER_BASE_URL=http://127.0.0.1:8000/v1``). ``MIA_DATA_DIR`` is the short name of
+``MIA_PATHS_DATA_DIR``. ``MIA_CONFIG`` points at another TOML file.
 
 The `[agent]`, `[roles.<role>]` and `[rewards.*]` sections are one schema with the GRPO trainer's
 YAML (training/grpo_config.py): `agent_section`, `role_sections` and `reward_section` parse and
@@ -19,9 +20,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, get_type_hints
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH = REPO_ROOT / "mia.toml"
@@ -253,6 +254,8 @@ class Config:
 
 def _coerce(key: str, value: Any, target: type) -> Any:
     """Convert a TOML or environment value to the field's type, or raise naming the key."""
+    if isinstance(value, EnvironmentValue):
+        key = f"{key} (from {value.variable})"
     if target is bool:
         if isinstance(value, bool):
             return value
@@ -273,7 +276,7 @@ def _coerce(key: str, value: Any, target: type) -> Any:
             raise ConfigError(f"{key}: expected a number, got {value!r}.") from None
     if not isinstance(value, str):
         raise ConfigError(f"{key}: expected text, got {value!r}.")
-    return value
+    return str(value)
 
 
 _FIELD_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
@@ -294,15 +297,66 @@ def _build_section(cls: type, key_prefix: str, values: Mapping[str, Any], base: 
     return replace(base, **kwargs) if base is not None else cls(**kwargs)
 
 
-def _env_section(prefix: str, cls: type, environ: Mapping[str, str]) -> dict[str, str]:
-    found = {}
-    for f in fields(cls):
-        if f.type not in _FIELD_TYPES:
+class EnvironmentValue(str):
+    """A setting's value as an environment variable gave it; errors about it name the variable too."""
+
+    variable: str
+
+
+def _section_classes() -> dict[str, type]:
+    """Each table of settings in mia.toml and its dataclass (``agent``, ``rewards.executor``,
+    ``roles.planner``, ...), read off `Config`, so a section added there is overridable too."""
+    sections: dict[str, type] = {}
+
+    def walk(prefix: str, cls: type) -> None:
+        for name, kind in get_type_hints(cls).items():
+            if not is_dataclass(kind):
+                continue
+            if any(f.type in _FIELD_TYPES for f in fields(kind)):
+                sections[prefix + name] = kind
+            else:
+                walk(f"{prefix}{name}.", kind)  # a table of tables: [rewards.executor], [rewards.planner]
+
+    walk("", Config)
+    sections.update({f"roles.{role}": RoleConfig for role in ROLES})
+    return sections
+
+
+# Every setting of mia.toml as its dotted key: data_dir and the memory store's URL are Config's own fields.
+SETTING_KEYS = ("paths.data_dir", "memory.url", *(
+    f"{section}.{f.name}" for section, cls in _section_classes().items() for f in fields(cls) if f.type in _FIELD_TYPES))
+ENV_SHORT_NAMES = {"paths.data_dir": "MIA_DATA_DIR"}
+
+
+def env_name(key: str) -> str:
+    """The environment variable that overrides the setting `key`: ``agent.max_turns`` ->
+    ``MIA_AGENT_MAX_TURNS``; a role's settings leave out ``roles`` (``MIA_PLANNER_BACKEND``)."""
+    parts = key.split(".")
+    return "MIA_" + "_".join(parts[1:] if parts[0] == "roles" else parts).upper()
+
+
+def with_environment(raw: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The TOML tables with every setting an environment variable overrides replaced by its value."""
+    merged = dict(raw)
+    for key in SETTING_KEYS:
+        names = [env_name(key)] + ([ENV_SHORT_NAMES[key]] if key in ENV_SHORT_NAMES else [])
+        given = {name: environ[name] for name in names if name in environ}
+        if not given:
             continue
-        env_key = f"MIA_{prefix}_{f.name}".upper()
-        if env_key in environ:
-            found[f.name] = environ[env_key]
-    return found
+        if len(set(given.values())) > 1:
+            raise ConfigError(f"{key}: {' and '.join(given)} give different values; set only one of them.")
+        variable, text = next(iter(given.items()))
+        *path, setting = key.split(".")
+        table = merged
+        for depth, part in enumerate(path):  # copied on the way down: `raw` stays as the file gave it
+            inner = table.get(part, {})
+            if not isinstance(inner, Mapping):
+                raise ConfigError(f"{'.'.join(path[:depth + 1])}: expected a table of settings, got {inner!r}.")
+            table[part] = dict(inner)
+            table = table[part]
+        table[setting] = value = EnvironmentValue(text)
+        value.variable = variable
+    return merged
 
 
 def _raise_first(checks: list[tuple[bool, str, str]]) -> None:
@@ -467,10 +521,9 @@ def agent_section(values: Mapping[str, Any], *, base: AgentConfig | None = None)
 
 def role_sections(
     raw_roles: Mapping[str, Any], *, base: Mapping[str, RoleConfig] | None = None,
-    names: tuple[str, ...] = ROLES, environ: Mapping[str, str] | None = None,
+    names: tuple[str, ...] = ROLES,
 ) -> dict[str, RoleConfig]:
-    """`[roles.<role>]` for each of `names` over `base`, coerced and validated. `environ`: the
-    ``MIA_<ROLE>_<KEY>`` overrides (the app's; the trainer reads none)."""
+    """`[roles.<role>]` for each of `names` over `base`, coerced and validated."""
     if not isinstance(raw_roles, Mapping):
         raise ConfigError(f"roles: expected a table of roles ({', '.join(names)}), got {raw_roles!r}.")
     for name in raw_roles:
@@ -479,16 +532,13 @@ def role_sections(
     roles = {}
     for name in names:
         values = dict(raw_roles.get(name) or {})
-        if environ is not None:
-            values.update(_env_section(name, RoleConfig, environ))
         roles[name] = _build_section(RoleConfig, f"roles.{name}", values, None if base is None else base[name])
         validate_role(f"roles.{name}", roles[name])
     return roles
 
 
-def reward_section(raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> RewardConfig:
-    """`[rewards.executor]` and `[rewards.planner]` over the paper's values, coerced and validated.
-    `environ`: the ``MIA_REWARDS_<EXECUTOR|PLANNER>_<KEY>`` overrides (the app's; the trainer reads none)."""
+def reward_section(raw: Mapping[str, Any]) -> RewardConfig:
+    """`[rewards.executor]` and `[rewards.planner]` over the paper's values, coerced and validated."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"rewards: expected the tables executor and planner, got {raw!r}.")
     for key in raw:
@@ -497,8 +547,6 @@ def reward_section(raw: Mapping[str, Any], *, environ: Mapping[str, str] | None 
     parts = {}
     for name, cls in (("executor", ExecutorRewardConfig), ("planner", PlannerRewardConfig)):
         values = dict(raw.get(name) or {})
-        if environ is not None:
-            values.update(_env_section(f"rewards_{name}", cls, environ))
         parts[name] = _build_section(cls, f"rewards.{name}", values)
     rewards = RewardConfig(**parts)
     validate_rewards(rewards)
@@ -522,6 +570,7 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
     for key in raw:
         if key not in known_top:
             raise ConfigError(f"{key}: unknown section; known sections are {', '.join(sorted(known_top))}.")
+    raw = with_environment(raw, environ)
 
     paths = dict(raw.get("paths", {}))
     memory = dict(raw.get("memory", {}))
@@ -532,28 +581,25 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
     for key in memory:
         if key not in memory_keys:
             raise ConfigError(f"memory.{key}: unknown setting; known settings are {', '.join(sorted(memory_keys))}.")
-    data_dir = environ.get("MIA_DATA_DIR", paths.get("data_dir", str(REPO_ROOT / ".mia")))
-    memory_url = environ.get("MIA_MEMORY_URL", memory.pop("url", ""))
+    data_dir = paths.get("data_dir", str(REPO_ROOT / ".mia"))
+    memory_url = memory.pop("url", "")
     if not isinstance(data_dir, str) or not data_dir:
         raise ConfigError("paths.data_dir: expected a folder path.")
     if not isinstance(memory_url, str):
         raise ConfigError("memory.url: expected an SQLAlchemy URL such as sqlite:///memory.sqlite.")
-    data_path = Path(data_dir)
+    data_path = Path(str(data_dir))
     if not data_path.is_absolute():
         data_path = (path.parent if path.exists() else REPO_ROOT) / data_path
 
     sections = {}
     for name, cls in (("agent", AgentConfig), ("search", SearchConfig), ("app", AppConfig), ("documents", DocumentsConfig),
                       ("ttrl", LearningConfig)):
-        values = dict(raw.get(name, {}))
-        values.update(_env_section(name, cls, environ))
-        sections[name] = _build_section(cls, name, values)
-    memory.update(_env_section("memory", MemoryConfig, environ))
+        sections[name] = _build_section(cls, name, raw.get(name, {}))
     sections["memory"] = _build_section(MemoryConfig, "memory", memory)
-    sections["rewards"] = reward_section(raw.get("rewards", {}), environ=environ)
-    roles = role_sections(raw.get("roles", {}), environ=environ)
+    sections["rewards"] = reward_section(raw.get("rewards", {}))
+    roles = role_sections(raw.get("roles", {}))
 
-    config = Config(data_dir=data_path, memory_url=memory_url, roles=roles, **sections)
+    config = Config(data_dir=data_path, memory_url=str(memory_url), roles=roles, **sections)
     _validate(config)
     return config
 

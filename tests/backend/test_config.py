@@ -1,9 +1,10 @@
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from backend.llm.base import ModelTraits
-from backend.config import ConfigError, load_config, with_overrides
+from backend.config import DEFAULT_CONFIG_PATH, SETTING_KEYS, ConfigError, env_name, load_config, with_overrides
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -137,3 +138,85 @@ def test_invalid_weights_name_the_key(tmp_path, text, message):
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, text), environ={})
     assert message in str(info.value)
+
+
+# -- every setting, overridden from the environment ----------------------------------------------
+def toml_keys(table: dict, prefix: str = "") -> list[str]:
+    """The dotted keys of a TOML file's settings (tables of tables walked)."""
+    keys = []
+    for name, value in table.items():
+        keys += toml_keys(value, f"{prefix}{name}.") if isinstance(value, dict) else [prefix + name]
+    return keys
+
+
+def setting_value(config, key: str):
+    if key == "paths.data_dir":
+        return str(config.data_dir)
+    if key == "memory.url":
+        return config.memory_url
+    section, name = key.rsplit(".", 1)
+    if section.startswith("roles."):
+        return getattr(config.roles[section.split(".")[1]], name)
+    for part in section.split("."):
+        config = getattr(config, part)
+    return getattr(config, name)
+
+
+# Settings that take one of a few words: another valid one (a bad value is any other word).
+CHOICES = {"backend": "embedded", "small": "true", "guided_actions": "on", "sparse_memory_planner": "planner",
+           "worker": "thread", "weights_dtype": "float32", "trusted_proxies": "127.0.0.9", "plan_shape": "subquestions"}
+FILE_VALUES = load_config(environ={})  # the repository's mia.toml
+
+
+def another_value(key: str, folder: Path):
+    """A valid value of the setting `key` other than mia.toml's: (as text, as the config holds it)."""
+    current, name = setting_value(FILE_VALUES, key), key.rsplit(".", 1)[1]
+    if key == "paths.data_dir":
+        return str(folder), str(folder)
+    if isinstance(current, bool):
+        return str(not current).lower(), not current
+    if isinstance(current, int):
+        changed = current - 1 if current > 1 else current + 1
+        return str(changed), changed
+    if isinstance(current, float):
+        changed = round(current - 0.05 if current >= 0.5 else current + 0.05, 4)
+        return str(changed), changed
+    text = CHOICES.get(name, "set-by-the-environment")
+    return text, text
+
+
+def bad_value(key: str) -> str | None:
+    """A value the setting `key` refuses; None for free text, which any text is."""
+    current, name = setting_value(FILE_VALUES, key), key.rsplit(".", 1)[1]
+    if key == "paths.data_dir":
+        return ""
+    if isinstance(current, (bool, int, float)):
+        return "not-a-value"
+    return "not-a-choice" if name in CHOICES else None
+
+
+def test_every_setting_of_mia_toml_is_a_known_setting():
+    in_file = toml_keys(tomllib.loads(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")))
+    assert {"paths.data_dir", "memory.url", "roles.planner.backend", "rewards.executor.acc_weight"} <= set(in_file)
+    assert set(in_file) <= set(SETTING_KEYS)
+
+
+@pytest.mark.parametrize("key", SETTING_KEYS)
+def test_each_settings_environment_variable_overrides_the_file(key, tmp_path):
+    text, expected = another_value(key, tmp_path)
+    assert setting_value(FILE_VALUES, key) != expected
+    assert setting_value(load_config(environ={env_name(key): text}), key) == expected
+
+
+@pytest.mark.parametrize("key", [key for key in SETTING_KEYS if bad_value(key) is not None])
+def test_a_bad_value_from_the_environment_is_an_error_naming_the_key(key):
+    with pytest.raises(ConfigError) as info:
+        load_config(environ={env_name(key): bad_value(key)})
+    assert str(info.value).startswith(key)
+
+
+def test_the_data_folder_has_a_short_variable_and_the_two_must_agree(tmp_path):
+    assert load_config(environ={"MIA_DATA_DIR": str(tmp_path)}).data_dir == tmp_path
+    assert load_config(environ={"MIA_PATHS_DATA_DIR": str(tmp_path)}).data_dir == tmp_path
+    with pytest.raises(ConfigError, match="paths.data_dir: MIA_PATHS_DATA_DIR and MIA_DATA_DIR"):
+        load_config(environ={"MIA_PATHS_DATA_DIR": str(tmp_path), "MIA_DATA_DIR": str(tmp_path / "other")})
