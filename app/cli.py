@@ -7,6 +7,7 @@ import argparse
 import ipaddress
 import logging
 import sys
+from dataclasses import replace
 from typing import Sequence
 
 from backend.config import ConfigError, load_config
@@ -41,7 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--namespace", default="default", help="whose memory to use (default: default)")
     ask.add_argument("--json", action="store_true", help="print events as JSON lines")
 
-    sub.add_parser("prepare", help="prepare the models and the search index, then exit")
+    prepare = sub.add_parser("prepare", help="prepare the models and the search index, then exit")
+    prepare.add_argument("--search-only", action="store_true",
+                         help="build the wiki's search index (BM25 and its dense vectors) only, not the models")
+    # How `ask` starts the build it leaves running: nice'd, and gone at once if a build already runs.
+    prepare.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
 
     index = sub.add_parser("index", help="add your own documents (files or folders) to a collection the search reads")
     index.add_argument("paths", nargs="*", metavar="PATH",
@@ -72,10 +77,16 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     from app.render import event_to_text, json_for_terminal
+    from app.vector_build import dense_vectors_ready
     from backend.runtime import build_runtime
 
     config = load_config(args.config)
+    vectors_missing = not dense_vectors_ready(config)
+    if vectors_missing:  # BM25 answers now; embedding the wiki would keep the answer 20-60 minutes
+        config = replace(config, search=replace(config.search, hybrid=False))
     runtime = build_runtime(config, progress=True)
+    if vectors_missing:  # the BM25 index exists now: the build only embeds
+        print(build_vectors_later(args.config, config), file=sys.stderr if args.json else sys.stdout, flush=True)
     failed = False
     try:
         request = RunRequest(
@@ -98,10 +109,34 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def build_vectors_later(config_path: str | None, config) -> str:
+    """Start the background build of the dense vectors (unless one runs); the line that says so."""
+    from app.vector_build import SEARCH_LINE, build_running, log_path, start_background_build
+
+    if not build_running(config):
+        try:
+            start_background_build(config_path, config)
+        except OSError as exc:
+            return (f"Search: BM25 only; the dense vectors could not be built in the background ({exc}): "
+                    "python -m app prepare builds them.")
+    return f"{SEARCH_LINE}; log: {log_path(config)}"
+
+
 def cmd_prepare(args: argparse.Namespace) -> int:
+    from app.vector_build import build_lock, build_search_index, log_path
     from backend.runtime import build_runtime
 
-    runtime = build_runtime(load_config(args.config), progress=True)
+    config = load_config(args.config)
+    if args.search_only:
+        print(build_search_index(config, background=args.background), flush=True)
+        return 0
+
+    def waiting(pid: int | None) -> None:
+        print(f"Waiting for the dense vectors a background build (pid {pid}) is making; its log: {log_path(config)}",
+              flush=True)
+
+    with build_lock(config, wait=True, on_wait=waiting):
+        runtime = build_runtime(config, progress=True)
     runtime.close()
     print("The models and the search index are ready.")
     return 0

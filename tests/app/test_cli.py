@@ -1,10 +1,16 @@
 from __future__ import annotations
 
 import io
+import os
+import signal
 import sys
+import time
+from pathlib import Path
 
 from app.auth import verify_password
 from app.cli import main
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_refuses_a_public_host_without_logins(capsys):
@@ -42,3 +48,52 @@ def test_a_busy_port_is_named_with_the_option_that_picks_another(monkeypatch, ca
         assert main(["serve", "--port", str(port)]) == 2
     err = capsys.readouterr().err
     assert f"Port {port} on 127.0.0.1 is already in use" in err and "--port" in err and "Traceback" not in err
+
+
+def fresh_data_folder_config(tmp_path: Path, model_dir: Path) -> Path:
+    """A configuration with every role on the tiny model and a data folder as a first run finds it,
+    but for the wiki's BM25 index, linked from the test cache (building it takes minutes): no dense
+    vectors, and hybrid search asked for."""
+    shared = REPO_ROOT / ".mia" / "test-cache" / "index"
+    index = tmp_path / "data" / "index"
+    index.mkdir(parents=True)
+    (index / "image_index").symlink_to(shared / "image_index")
+    for version in (shared / "wiki_index").iterdir():
+        (index / "wiki_index" / version.name).mkdir(parents=True)
+        for part in version.iterdir():
+            if not part.name.startswith("dense-"):
+                (index / "wiki_index" / version.name / part.name).symlink_to(part)
+    roles = "".join(f'[roles.{role}]\nbackend = "embedded"\nmodel_dir = "{model_dir}"\nmax_new_tokens = 16\n'
+                    for role in ("planner", "executor", "manager", "judge"))
+    path = tmp_path / "mia.toml"
+    path.write_text(f'[paths]\ndata_dir = "{tmp_path / "data"}"\n[agent]\nmax_turns = 1\n[search]\nhybrid = true\n'
+                    f"[ttrl]\nenabled = false\n{roles}", encoding="utf-8")
+    return path
+
+
+def until(condition, seconds: float):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return condition()
+
+
+def test_the_first_ask_answers_with_bm25_while_a_process_of_its_own_builds_the_vectors(
+        tmp_path, tiny_model_dir, shared_tools, capsys):
+    from app.vector_build import build_running, builder_pid, log_path
+    from backend.config import load_config
+
+    path = fresh_data_folder_config(tmp_path, tiny_model_dir)
+    config = load_config(path, environ={})
+    assert main(["--config", str(path), "ask", "Which magazine was started first, Arthur's Magazine or First for Women?"]) == 0
+    out = capsys.readouterr().out
+    assert ("Search: BM25 only; dense vectors are being built (python -m app prepare builds them now); "
+            f"log: {log_path(config)}\n") in out
+    assert "\nAnswer" in out and "\nDone: " in out  # answered, without waiting for the vectors
+    # The build goes on in a process of its own, after the answer; this test stops it.
+    assert until(lambda: build_running(config) and builder_pid(config), 120), log_path(config).read_text()
+    pid = builder_pid(config)
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert [b"--config", str(path).encode(), b"prepare", b"--search-only", b"--background"] == command[-6:-1]
+    os.kill(pid, signal.SIGTERM)
+    assert until(lambda: not build_running(config), 60)
