@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from app.report import cited_passage, query_text, source_label, stats_text, web_link
+from app.report import cited_passage, document_place, query_text, source_label, stats_text, web_link
 
 from backend.events import (
     AnswerReady,
@@ -34,6 +34,7 @@ from backend.events import (
     ToolReturned,
     VerdictReady,
 )
+from backend.feedback_queue import FeedbackItem
 from backend.prompts.manager import memory_shown
 from backend.taught import answer_note, recall_note
 from backend.replay import RunRecord
@@ -149,7 +150,7 @@ def _event_lines(event: Event) -> str:
         titles = "; ".join(p["title"] for p in event.passages) or "(no passages)"
         return f"[turn {event.turn}] tool response ({event.name}, {event.seconds:.2f} s): {titles}"
     if isinstance(event, Recovery):
-        return f"[turn {event.turn}] recovery: {event.reason} -> {event.action}"
+        return f"[turn {event.turn}] {'guided' if event.routine else 'recovery'}: {event.reason} -> {event.action}"
     if isinstance(event, AnswerReady):
         forced = f" (forced: {event.reason})" if event.forced else ""
         marks = "".join(f" [{s.get('n', i)}]" for i, s in enumerate(event.sources, 1))
@@ -200,9 +201,22 @@ def _href(url: str | None) -> str | None:
     return h(link) if link else None
 
 
+def source_opener(url: str | None) -> str:
+    """For a passage of the person's own documents (a doc:// locator), a button that opens it: the
+    page asks the server (research_tab's `open_source` event), which reads it from the caller's own
+    namespace or the shared collections; '' for anything else."""
+    if document_place(url) is None:
+        return ""
+    return (f'<button type="button" class="doc-open" data-doc="{h(url)}" title="{h(url)}">'
+            f'📄 open the passage in your documents</button>')
+
+
+STOPPED_BY_USER = "stopped by the user"  # a forced answer's reason when the person pressed Stop (backend.episode)
 TOOL_ICONS = {"search": "🔍", "web_search": "🌐", "visit": "📄", "image_search": "🖼️"}
 STATE_LABELS = {"idle": "", "working": "working…", "final": "final", "stopped": "stopped", "failed": "failed",
                 "unfinished": "unfinished"}
+INTERRUPTED_NOTE = ("The run was interrupted before it finished (the app stopped while it ran): this is the answer "
+                    "so far, not judged, and no memory was stored. Ask the question again for a full run.")
 ANSWER_PLACEHOLDER = "Ask a question: the answer appears here first, with numbered sources that open the passage they cite."
 
 
@@ -243,6 +257,13 @@ class StepView:
     answers: list[AnswerReady] = field(default_factory=list)
     draft: str = ""
 
+    @property
+    def repairs(self) -> int:
+        """What went wrong in the turn: the model's output repaired, or an answer forced by a limit;
+        not the guided procedure's own steps, nor a stop the person asked for."""
+        return (sum(not r.routine for r in self.recoveries)
+                + sum(a.forced and a.reason != STOPPED_BY_USER for a in self.answers))
+
 
 class RunTranscript:
     """The page's view of one run, built event by event (live, or from the run log): the answer
@@ -257,7 +278,8 @@ class RunTranscript:
         self.run_id: str | None = None
         self.started_at: float | None = None
         self.first_turn_at: float | None = None
-        self.feedback_label: str | None = None  # a person's later verdict (History, after feedback)
+        self.feedback: FeedbackItem | None = None  # a person's later verdict and right answer (History, after feedback)
+        self.interrupted = False  # reopened from a run log that ends before the run did, with no one running it
         self._draft_step: StepView | None = None
         self._round_turns: dict[int, set[int]] = {}  # plan revision -> turns in that round
 
@@ -304,11 +326,13 @@ class RunTranscript:
 
     @property
     def state(self) -> str:
-        """idle | working | final | stopped | failed"""
+        """idle | working | final | stopped | failed | unfinished"""
         if self.failure is not None:
             return "failed"
         if self.finished is not None:
             return "stopped" if self.finished.stopped else "final"
+        if self.interrupted:
+            return "unfinished"
         return "working" if self.events else "idle"
 
     @property
@@ -440,6 +464,8 @@ class RunTranscript:
             parts.append('<div class="answer-text pending">Stopped before any answer was found.</div>')
         elif state == "final":
             parts.append('<div class="answer-text pending">(no answer)</div>')
+        elif state == "unfinished":
+            parts.append('<div class="answer-text pending">Interrupted before any answer was found.</div>')
         parts += self._answer_notes(state, latest)
         if latest is not None and latest.sources:
             parts.append('<ol class="citations">')
@@ -465,20 +491,25 @@ class RunTranscript:
         notes = []
         if state == "working" and latest is not None and latest.text:
             notes.append("A first answer: the Planner's reflection may still revise it.")
-        if latest is not None and latest.forced and latest.reason != "stopped by the user":
+        if latest is not None and latest.forced and latest.reason != STOPPED_BY_USER:
             notes.append(f"Answer forced: {latest.reason}.")
         if state == "stopped":
             notes.append("You stopped the run: this is the answer so far. It was not judged and no memory was stored.")
         if latest is not None and latest.taught:
             notes.append(answer_note(latest.taught))
+        if state == "unfinished":
+            notes.append(INTERRUPTED_NOTE)
         out = [f'<p class="answer-note">{h(n)}</p>' for n in notes]
         if state == "failed" and self.failure is not None:
             out.append(f'<p class="answer-error">❌ {h(self.failure.message)}</p>')
         if self.verdict is not None and state in ("final", "working"):
             v = self.verdict
             out.append(f'<p class="answer-verdict">⚖️ Verdict: <b>{h(v.label)}</b>, {h(verdict_provenance(v))}</p>')
-        if self.feedback_label:
-            out.append(f'<p class="answer-verdict feedback">👤 Your feedback: <b>{h(self.feedback_label)}</b></p>')
+        if self.feedback is not None:
+            correction = (f"; the right answer, as you typed it: <b>{h(self.feedback.right_answer)}</b>"
+                          if self.feedback.right_answer else "")
+            out.append(f'<p class="answer-verdict feedback">👤 Your feedback: <b>{h(self.feedback.label_after)}</b>'
+                       f'{correction}</p>')
         return out
 
     def _citation_html(self, citation: dict, i: int) -> str:
@@ -490,8 +521,11 @@ class RunTranscript:
         body = (f'<div class="passage-text">{h(passage.get("text"))}</div>' if passage is not None and passage.get("text")
                 else '<div class="passage-text missing">The passage\'s text is not in this run\'s events.</div>')
         meta = [h(where)]
+        opener = source_opener(citation.get("url"))
         if link:
             meta.append(f'<a href="{link}" target="_blank" rel="noopener noreferrer">{link}</a>')
+        elif opener:
+            meta.append(opener)
         elif citation.get("url"):
             meta.append(f'<span class="locator">{h(citation.get("url"))}</span>')
         return (f'<li><details class="citation" data-key="{h(self._cite_key(n))}">'
@@ -594,7 +628,7 @@ class RunTranscript:
                 seconds += returned.seconds
             parts.append(f"{icon} {h(called.name)} {h(asked)} → {h(result)}")
         for answer in step.answers:
-            verb = "answered" if not answer.forced else ("answer so far" if answer.reason == "stopped by the user"
+            verb = "answered" if not answer.forced else ("answer so far" if answer.reason == STOPPED_BY_USER
                                                          else "answer forced")
             parts.append(f"✅ {verb} “{h(_clip(answer.text or '(no answer)', 120))}”")
         if not parts:
@@ -603,12 +637,13 @@ class RunTranscript:
             elif step.thoughts:
                 parts.append(f"💭 {h(_clip(step.thoughts[-1], 120))}")
             elif step.recoveries:
-                parts.append(f"⚠️ {h(_clip(step.recoveries[-1].reason, 120))}")
+                last = step.recoveries[-1]
+                parts.append(f"{'🧭' if last.routine else '⚠️'} {h(_clip(last.reason, 120))}")
             else:
                 parts.append("…")
         badges = ""
-        if step.recoveries:
-            n = len(step.recoveries)
+        n = step.repairs
+        if n:
             badges += f'<span class="badge recovery-badge">⚠️ {n} recover{"ies" if n != 1 else "y"}</span>'
         if seconds >= 0.05:
             badges += f'<span class="badge time-badge">{seconds:.1f} s</span>'
@@ -620,7 +655,10 @@ class RunTranscript:
         for thought in step.thoughts:
             body.append(f'<p class="thought">💭 <b>Thought:</b> {h(thought)}</p>')
         for r in step.recoveries:
-            body.append(f'<p class="recovery">⚠️ <b>Recovery:</b> {h(r.reason)} → {h(r.action)}</p>')
+            if r.routine:
+                body.append(f'<p class="guided muted">🧭 Guided: {h(r.reason)} → {h(r.action)}</p>')
+            else:
+                body.append(f'<p class="recovery">⚠️ <b>Recovery:</b> {h(r.reason)} → {h(r.action)}</p>')
         for called, returned in step.calls:
             body.append(f'<p class="call">🔧 <b>{h(called.name)}</b> arguments: '
                         f'<code>{h(json.dumps(called.arguments, ensure_ascii=False))}</code></p>')
@@ -633,7 +671,9 @@ class RunTranscript:
                 body.append('<p class="muted">(no passages)</p>')
             for p in returned.passages:
                 link = _href(p.get("url"))
-                anchor = f' · <a href="{link}" target="_blank" rel="noopener noreferrer">link</a>' if link else ""
+                opener = source_opener(p.get("url"))
+                anchor = (f' · <a href="{link}" target="_blank" rel="noopener noreferrer">link</a>' if link
+                          else f" · {opener}" if opener else "")
                 body.append(f'<div class="passage"><div class="passage-meta"><b>{h(p.get("title", ""))}</b> · '
                             f'{h(source_label(p))}{anchor}</div><div class="passage-text">{h(p.get("text") or "")}</div></div>')
             body.append(f'<p class="muted">{returned.seconds:.2f} s</p>')
@@ -664,11 +704,18 @@ def transcript_of(events: Iterable[Event]) -> RunTranscript:
 
 
 # Keeps what people opened open while the run streams (Gradio replaces the HTML on each update and
-# drops the `open` attributes it did not send), and makes a citation mark open its passage.
+# drops the `open` attributes it did not send), makes a citation mark open its passage, and asks the
+# server for a document passage (the `open_source` event, with its doc:// locator).
 KEEP_OPEN_JS = """
 const opened = new Set();
 const keyOf = (d) => d.getAttribute('data-key');
 element.addEventListener('click', (event) => {
+  const doc = event.target.closest('[data-doc]');
+  if (doc && element.contains(doc)) {
+    event.preventDefault();
+    trigger('open_source', {locator: doc.getAttribute('data-doc')});
+    return;
+  }
   const mark = event.target.closest('[data-cite]');
   if (mark && element.contains(mark)) {
     event.preventDefault();
@@ -702,16 +749,19 @@ RESEARCH_CSS = """
 .answer-box.final { border-color: #2e9d55; }
 .answer-box.stopped { border-color: #c98a12; }
 .answer-box.failed { border-color: #c23b3b; }
+.answer-box.unfinished { border-color: #c98a12; }
 .answer-head { display: flex; gap: 12px; align-items: baseline; flex-wrap: wrap; }
 .answer-badge { font-weight: 600; font-size: 0.85em; padding: 1px 8px; border-radius: 999px; background: var(--background-fill-secondary); }
 .badge-working { color: var(--color-accent); }
 .badge-final { color: #2e9d55; }
 .badge-stopped { color: #c98a12; }
 .badge-failed { color: #c23b3b; }
+.badge-unfinished { color: #c98a12; }
 .answer-eta { font-size: 0.85em; color: var(--body-text-color-subdued); }
 .answer-question { margin-top: 6px; color: var(--body-text-color-subdued); }
 .answer-text { font-size: 1.35em; font-weight: 600; margin: 6px 0; overflow-wrap: anywhere; }
 .answer-text.pending { font-weight: 400; font-size: 1.05em; color: var(--body-text-color-subdued); }
+.doc-open { border: none; background: none; padding: 0; color: var(--link-text-color); cursor: pointer; text-decoration: underline; font-size: inherit; }
 .cite { font-size: 0.7em; vertical-align: super; margin-left: 2px; padding: 0 2px; border: none; background: none; color: var(--link-text-color); cursor: pointer; }
 .answer-note, .answer-verdict, .answer-error { margin: 4px 0; }
 .answer-error { color: #c23b3b; }

@@ -17,6 +17,7 @@ from urllib.parse import quote, unquote
 
 from backend.events import Event, RunStarted, TextDelta, ToolCalled, ToolReturned
 from backend.executor import Step
+from backend.feedback_queue import FeedbackItem
 from backend.replay import RunRecord, replay
 
 REPORT_FORMAT = "mia-run"
@@ -171,6 +172,19 @@ def _blockquote(text: str) -> list[str]:
     return [f"   > {md(line)}" if line.strip() else "   >" for line in (text or "").strip().splitlines()] or ["   >"]
 
 
+def feedback_lines(feedback: FeedbackItem) -> list[str]:
+    """A person's feedback on the run: their verdict, and the right answer they typed, marked as a
+    person's correction (not the Judge's) with who gave it and when."""
+    who = f"{md(feedback.user)}, {_when(feedback.at)}"
+    lines = ["## Feedback from a person", "", f"- Marked **{md(feedback.label_after)}** by {who}"]
+    if feedback.right_answer:
+        lines.append(f"- **Correction by a person**: the right answer is **{md(feedback.right_answer)}** "
+                     f"(typed by {who}; a person's word, not the Judge's)")
+    if feedback.comment:
+        lines.append(f"- Comment: {md(_one_line(feedback.comment, 2000))}")
+    return lines + [""]
+
+
 STATUS_WORDS = {
     "final": "final (after reflection)",
     "stopped": "stopped by the user: the answer so far, not judged, no memory stored",
@@ -179,9 +193,10 @@ STATUS_WORDS = {
 }
 
 
-def report_markdown(events: Sequence[Event], *, feedback_label: str | None = None) -> str:
+def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = None) -> str:
     """The run as a Markdown report: question, answer, citations with the passages they cite, the
-    plan(s), the steps, reflection, verdict and memory. `feedback_label`: a person's later verdict."""
+    plan(s), the steps, reflection, verdict and memory. `feedback`: a person's later verdict, with the
+    right answer they typed (marked as theirs, with who and when)."""
     events = [e for e in events if not isinstance(e, TextDelta)]
     record = replay(events)
     passages = retrieved_passages(events)
@@ -215,8 +230,8 @@ def report_markdown(events: Sequence[Event], *, feedback_label: str | None = Non
                else f"unverified: the Judge's opinion without a right answer ({md(v.method)}"
                     + (f", confidence {v.confidence:.2f}" if v.confidence is not None else "") + ")")
         lines += [f"**Verdict:** {md(v.label)}, {how}", ""]
-    if feedback_label:
-        lines += [f"**Your feedback:** {md(feedback_label)}", ""]
+    if feedback is not None:
+        lines += feedback_lines(feedback)
 
     lines += ["## Sources", ""]
     if answer is not None and answer.sources:
@@ -297,11 +312,11 @@ def report_names(run_id: str) -> tuple[str, str]:
     return f"mia-report-{safe}.md", f"mia-run-{safe}.json"
 
 
-def write_report_files(events: Sequence[Event], folder: Path, *, feedback_label: str | None = None) -> tuple[Path, Path]:
+def write_report_files(events: Sequence[Event], folder: Path, *, feedback: FeedbackItem | None = None) -> tuple[Path, Path]:
     """The Markdown report and the JSON run, written into `folder`; returns their paths."""
     kept = [e for e in events if not isinstance(e, TextDelta)]
     md_name, json_name = report_names(kept[0].run_id if kept else "run")
     md_path, json_path = folder / md_name, folder / json_name
-    md_path.write_text(report_markdown(kept, feedback_label=feedback_label), encoding="utf-8")
+    md_path.write_text(report_markdown(kept, feedback=feedback), encoding="utf-8")
     json_path.write_text(run_json(kept), encoding="utf-8")
     return md_path, json_path

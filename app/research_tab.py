@@ -1,19 +1,23 @@
 """The research view: ask (Enter or Research), see the answer first (marked working… until the run
-is final) with numbered sources that open their passage, the trace below it one line per step, stop a
-run, download its report, give feedback, reopen past runs."""
+is final) with numbered sources that open their passage (a document's, from the caller's own
+documents), the trace below it one line per step, then feedback; stop a run, download its report,
+reopen past runs. A run whose page closes finishes in the background, into History."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import closing
 from datetime import datetime
 
 import gradio as gr
 
+from app.documents_tab import open_source
 from app.render import KEEP_OPEN_JS, RESEARCH_CSS, RunLimits, RunTranscript, esc, transcript_of
-from app.report import write_report_files
-from app.session import AppContext, ReadOnlyModeError
+from app.report import DOC_SCHEME, source_label, write_report_files
+from app.session import RUNS_AT_ONCE, AppContext, ReadOnlyModeError
 from backend.agent import RunRequest
 from backend.events import RunFinished, TextDelta
 from backend.feedback_queue import FeedbackItem
@@ -47,19 +51,26 @@ def person_verdicts(ctx: AppContext, namespace: str) -> dict[str, FeedbackItem]:
     return latest
 
 
+UNDER_WAY = "under way"
+INTERRUPTED = "interrupted: the app stopped before the run finished"
+
+
 def history_rows(ctx: AppContext, namespace: str) -> list[list]:
     """Past runs, newest first; the verdict is a person's when feedback gave one (the run log keeps
-    the Judge's)."""
+    the Judge's). A run whose log has no end is under way in this app, or was interrupted."""
     if ctx.read_only:  # its runs are not logged; older runs of the shared namespace are no visitor's
         return []
     people = person_verdicts(ctx, namespace)
     rows = []
     for r in ctx.runtime.runlog.list_runs(namespace, limit=100):
-        verdict = r.verdict
+        ended = bool(r.verdict)  # a run that ends has a verdict, or says it failed or was stopped
+        under_way = not ended and r.run_id in ctx.runs_under_way
+        verdict = r.verdict if ended else UNDER_WAY if under_way else INTERRUPTED
         if r.run_id in people:
             verdict = f"{people[r.run_id].label_after} (your feedback)"
+        answer = r.answer or ("(not yet)" if under_way else "(no answer)")
         rows.append([r.run_id, datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M"), r.question,
-                     r.answer, verdict])
+                     answer, verdict])
     return rows
 
 
@@ -77,7 +88,8 @@ def learning_state_line(ctx: AppContext, namespace: str | None = None) -> str:
     signals counted are that namespace's only (a user with logins sees no one else's)."""
     learner = ctx.learner
     if learner is None and ctx.runtime.config.ttrl.enabled:
-        return "Test-time learning is not running in this app (it was started without its learner); the feedback stays queued."
+        why = (ctx.learning_off_reason or "it was started without its learner").rstrip(". ")
+        return f"Queued; test-time learning is not running in this app ({why}): see Learning."
     if learner is None:
         return "Test-time learning is switched off (ttrl.enabled = false in mia.toml); the feedback stays queued."
     status = learner.status()
@@ -86,6 +98,8 @@ def learning_state_line(ctx: AppContext, namespace: str | None = None) -> str:
     version = f"current version v{status.current_version:04d}"
     if not status.enabled:
         return f"Test-time learning is switched off in its settings; {signals} stay queued ({version})."
+    if not learner.running:  # disabled, failed or killed: as the Learning view tells it
+        return f"Queued ({signals}); the learner is not running: see Learning ({version})."
     if status.paused:
         return (f"Test-time learning is paused (an admin can resume it in the Learning view): {signals}; "
                 f"the Planner learns from them once it resumes ({version}).")
@@ -137,8 +151,9 @@ def queue_for_learning(ctx: AppContext, transcript: RunTranscript, question: str
     ctx.learner.wake()
     pending = ctx.learner.pending_count(namespace)
     how = "against your right answer" if gold else "by the Judge's evaluators (unsupervised)"
+    waiting = "" if ctx.learner.running else "; the learner is not running: see Learning"
     return (f"Queued for test-time learning: the Planner's rollouts on this question are graded {how}; "
-            f"{pending} signal{'s' if pending != 1 else ''} pending.")
+            f"{pending} signal{'s' if pending != 1 else ''} pending{waiting}.")
 
 
 def _with_thumbs(give_feedback, thumbs: str | None):
@@ -191,6 +206,94 @@ DELTA_INTERVAL_S = 0.3  # streamed text updates the page at most this often
 STOP_NOTE = "Stopping: the run ends before its next model call, with the answer so far."
 
 
+class QuestionRun:
+    """One question run for a page: the agent's events folded into a transcript, the run marked
+    under way in this app while it goes, a finished run queued for test-time learning. When the page
+    goes away mid-run, `finish_in_background` lets the run end in a thread, into the run log, so
+    History shows it with its answer and verdict."""
+
+    def __init__(self, ctx: AppContext, request: RunRequest, stop: threading.Event) -> None:
+        self.ctx, self.request, self.stop = ctx, request, stop
+        self.transcript = RunTranscript()
+        self.finished = False
+        self.ended = threading.Event()  # set once the run is over, on the page or in the background
+        self._events = ctx.agent.run(request, stop_requested=stop.is_set)
+
+    def take(self, event) -> None:
+        self.transcript.add(event)
+        self.ctx.runs_under_way.add(event.run_id)
+        self.finished = self.finished or isinstance(event, RunFinished)
+
+    def follow(self) -> Iterator[RunTranscript]:
+        """The transcript after each event (streamed text at most every DELTA_INTERVAL_S); the
+        learner gives way meanwhile. Closed early (the page went away), the run goes on in the background."""
+        shown_at = 0.0
+        try:
+            with self.ctx.question_running() as still_running:
+                for event in self._events:
+                    still_running()
+                    self.take(event)
+                    if isinstance(event, TextDelta) and time.monotonic() - shown_at < DELTA_INTERVAL_S:
+                        continue
+                    shown_at = time.monotonic()
+                    yield self.transcript
+        except GeneratorExit:
+            self.finish_in_background()
+            raise
+        except Exception:
+            self.end()
+            raise
+        self.end()
+
+    def finish_in_background(self) -> None:
+        """The page closed mid-run: the run goes on in a thread. Beyond RUNS_AT_ONCE such runs at once
+        it is stopped instead (it ends at its next model call, with the answer so far)."""
+        slot = self.ctx.background_runs.acquire(blocking=False)
+        if not slot:
+            self.stop.set()
+        threading.Thread(target=self._finish, args=(slot,), name="finish-closed-page-run", daemon=True).start()
+
+    def _finish(self, slot: bool) -> None:
+        try:
+            with self.ctx.question_running() as still_running:
+                for event in self._events:
+                    still_running()
+                    self.take(event)
+        except Exception:  # the agent reports its own errors as events; this is a last guard
+            log.exception("run %s failed after its page closed", self.transcript.run_id)
+        finally:
+            if slot:
+                self.ctx.background_runs.release()
+            self.end()
+
+    def end(self) -> None:
+        """The run is over: queued for learning when it qualifies, no longer under way."""
+        try:
+            queued = queue_for_learning(self.ctx, self.transcript, self.request.question, self.request.namespace,
+                                        finished=self.finished, ground_truth=self.request.ground_truth,
+                                        image=self.request.image)
+            if queued:
+                self.transcript.note(queued, "🎓")
+        finally:
+            self.ctx.runs_under_way.discard(self.transcript.run_id)
+            self.ended.set()
+
+
+SOURCE_HELP = "A document passage an answer cites opens here (from your own documents, or the shared ones)."
+
+
+def open_cited_source(ctx: AppContext, request: gr.Request | None, locator: object) -> tuple[str | None, str]:
+    """A doc:// passage a citation or a trace line points at, read from the caller's own namespace (or
+    the shared collections), never one the page names: (the file for the caller alone or None, the
+    passage as Markdown: file, page, text; or why it cannot be opened)."""
+    if not isinstance(locator, str) or not locator.startswith(DOC_SCHEME) or len(locator) > 2000:
+        return None, "⚠️ That is not a document passage's locator (doc://<collection>/<file>#page=N)."
+    path, text = open_source(ctx, request, locator)
+    if path is None:
+        return None, text
+    return path, f"**{esc(source_label({'url': locator}))}**\n\n{text}"
+
+
 def _session(request: gr.Request | None) -> str:
     return str(getattr(request, "session_hash", None) or "no-session")
 
@@ -201,7 +304,7 @@ def report_downloads(ctx: AppContext, transcript: RunTranscript, user: str):
         return gr.DownloadButton(visible=False), gr.DownloadButton(visible=False)
     try:
         folder = ctx.files.new_folder(user)
-        md_path, json_path = write_report_files(transcript.events, folder, feedback_label=transcript.feedback_label)
+        md_path, json_path = write_report_files(transcript.events, folder, feedback=transcript.feedback)
     except OSError as exc:
         log.warning("the report of run %s was not written: %s", transcript.run_id, exc)
         return gr.DownloadButton(visible=False), gr.DownloadButton(visible=False)
@@ -232,7 +335,7 @@ def build_research_tab(ctx: AppContext):
             # A file, not gr.Image: gr.Image decodes uploads itself and answers a broken file with a bare
             # "Error"; the agent's own check says what is wrong and what to upload instead.
             image = gr.File(label="Image (optional: PNG, JPEG, GIF, WebP)", file_types=["image"],
-                            type="filepath", elem_id="image", height=100)
+                            type="filepath", elem_id="image")
             caption = gr.Textbox(label="What the image shows (optional)", elem_id="caption")
 
     answer_box = gr.HTML(RunTranscript().answer_html(), elem_id="answer-box", js_on_load=KEEP_OPEN_JS,
@@ -242,6 +345,12 @@ def build_research_tab(ctx: AppContext):
                                       elem_id="download-report")
         report_json = gr.DownloadButton("⬇ Run (JSON)", visible=False, size="sm", scale=0, min_width=160,
                                         elem_id="download-json")
+    with gr.Group(visible=False, elem_id="source-view") as source_view:
+        source_text = gr.Markdown(SOURCE_HELP, elem_id="source-text")
+        source_file = gr.File(label="The document", interactive=False, elem_id="source-file")
+
+    gr.Markdown("**Research trace**: one line per step; click a line for its details.")
+    trace = gr.HTML(RunTranscript().trace_html(), elem_id="trace", js_on_load=KEEP_OPEN_JS, css_template=RESEARCH_CSS)
 
     with gr.Accordion("Feedback on this answer", open=True, elem_id="feedback"):
         with gr.Row():
@@ -252,9 +361,6 @@ def build_research_tab(ctx: AppContext):
             right_answer = gr.Textbox(label="The right answer (optional)", elem_id="right-answer")
             comment = gr.Textbox(label="Comment (optional)", elem_id="feedback-comment")
         feedback_result = gr.Markdown(elem_id="feedback-result")
-
-    gr.Markdown("**Research trace**: one line per step; click a line for its details.")
-    trace = gr.HTML(RunTranscript().trace_html(), elem_id="trace", js_on_load=KEEP_OPEN_JS, css_template=RESEARCH_CSS)
 
     with gr.Accordion("Your past runs", open=False, elem_id="history"):
         refresh_history = gr.Button("Refresh", size="sm", elem_id="refresh-history")
@@ -283,34 +389,23 @@ def build_research_tab(ctx: AppContext):
         if stop_switch is None:  # this page already has a run under way; leave its view alone
             yield (gr.update(),) * 6
             return
-        transcript = RunTranscript()
         limits = run_limits(ctx)
-        finished = False
         user = ctx.user_of(request)
         run = RunRequest(question=q or "", namespace=ctx.namespace_of(request), image=img or None,
                          caption=cap or None, ground_truth=gt or None)
         hidden = gr.DownloadButton(visible=False)
         try:
-            shown_at = 0.0
+            question_run = QuestionRun(ctx, run, stop_switch)
+            transcript = question_run.transcript
             try:
-                with ctx.question_running() as still_running:
-                    for event in ctx.agent.run(run, stop_requested=stop_switch.is_set):
-                        still_running()
-                        transcript.add(event)
-                        finished = finished or isinstance(event, RunFinished)
-                        if isinstance(event, TextDelta) and time.monotonic() - shown_at < DELTA_INTERVAL_S:
-                            continue
-                        shown_at = time.monotonic()
+                # closing(): when the page goes away, Gradio closes this generator, and the run goes on
+                # in the background (QuestionRun.follow) instead of stopping unlogged in the middle.
+                with closing(question_run.follow()) as updates:
+                    for _ in updates:
                         yield *views(transcript, limits), transcript.run_id, "", hidden, hidden
             except Exception as exc:  # the agent reports its own errors as events; this is a last guard
                 log.exception("run failed outside the agent")
                 transcript.note(f"The run stopped: {exc}", "❌")
-                yield *views(transcript), transcript.run_id, "", *report_downloads(ctx, transcript, user)
-                return
-            queued = queue_for_learning(ctx, transcript, run.question, run.namespace, finished=finished,
-                                        ground_truth=run.ground_truth, image=run.image)
-            if queued:
-                transcript.note(queued, "🎓")
             yield *views(transcript), transcript.run_id, "", *report_downloads(ctx, transcript, user)
         finally:
             active.end(session, stop_switch)
@@ -344,20 +439,28 @@ def build_research_tab(ctx: AppContext):
         return "**Feedback applied.**\n\n" + "\n".join(f"- {esc(line)}" for line in changes)
 
     def logged_transcript(namespace: str, wanted: str) -> RunTranscript:
-        """A past run rebuilt from the run log, with the person's verdict when feedback gave one."""
+        """A past run rebuilt from the run log, with the person's verdict and right answer when
+        feedback gave them."""
         transcript = transcript_of(ctx.runtime.runlog.load(namespace, wanted))
-        person = person_verdicts(ctx, namespace).get(wanted)
-        transcript.feedback_label = person.label_after if person is not None else None
+        transcript.feedback = person_verdicts(ctx, namespace).get(wanted)
+        transcript.interrupted = not transcript.done and wanted not in ctx.runs_under_way
         return transcript
 
     def after_feedback(current_run: str | None, request: gr.Request):
-        """The answer box again, now with the person's verdict."""
+        """The answer box and the report again, now with the person's verdict and right answer."""
         if not current_run or ctx.read_only:
-            return gr.update()
+            return (gr.update(),) * 3
         try:
-            return logged_transcript(ctx.namespace_of(request), current_run).answer_html()
+            transcript = logged_transcript(ctx.namespace_of(request), current_run)
         except (KeyError, ValueError):
-            return gr.update()
+            return (gr.update(),) * 3
+        return transcript.answer_html(), *report_downloads(ctx, transcript, ctx.user_of(request))
+
+    def show_source(evt: gr.EventData, request: gr.Request):
+        """A doc:// link clicked in the answer or the trace (the page sends its locator as the event's data)."""
+        data = evt._data if isinstance(evt._data, dict) else {}
+        path, text = open_cited_source(ctx, request, data.get("locator"))
+        return gr.Group(visible=True), text, path
 
     def reopen_run(wanted: str, request: gr.Request):
         wanted = (wanted or "").strip()
@@ -383,16 +486,18 @@ def build_research_tab(ctx: AppContext):
     downloads = [report_md, report_json]
     (gr.on([ask.click, question.submit], start_run, None, [ask, stop, run_status, answer_box, *downloads],
            trigger_mode="once", concurrency_limit=None)
-     .then(run_question, inputs, [answer_box, trace, run_id, feedback_result, *downloads], concurrency_limit=4,
-           concurrency_id="research")
+     .then(run_question, inputs, [answer_box, trace, run_id, feedback_result, *downloads],
+           concurrency_limit=RUNS_AT_ONCE, concurrency_id="research")
      .then(end_run, None, [ask, stop, run_status], concurrency_limit=None)
      .then(load_history, None, [history]))
     stop.click(request_stop, None, [stop, run_status], concurrency_limit=None)
     for button, thumbs in ((up, "up"), (down, "down"), (send, None)):
         (button.click(_with_thumbs(give_feedback, thumbs), [run_id, right_answer, comment], [feedback_result])
-         .then(after_feedback, [run_id], [answer_box]).then(load_history, None, [history]))
+         .then(after_feedback, [run_id], [answer_box, *downloads]).then(load_history, None, [history]))
     refresh_history.click(load_history, None, [history])
     reopen_outputs = [answer_box, trace, run_id, feedback_result, *downloads]
     history.select(pick_history_row, None, [reopen_id]).then(reopen_run, [reopen_id], reopen_outputs)
     reopen.click(reopen_run, [reopen_id], reopen_outputs)
+    for view in (answer_box, trace):
+        view.open_source(show_source, None, [source_view, source_text, source_file])
     return load_history, history

@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # importing the learner pulls in torch and peft; only `serve`
     from training.ttrl.learner import TestTimeLearner
 
 DEFAULT_NAMESPACE = "default"
+# Questions the research view runs at once; as many again may finish after their pages closed
+# (beyond that, a closed page's run is stopped with the answer so far).
+RUNS_AT_ONCE = 4
 
 
 class ReadOnlyModeError(PermissionError):
@@ -42,6 +45,11 @@ class AppContext:
     queue: FeedbackQueue = field(init=False)
     files: UserFiles = field(default_factory=UserFiles)  # whose each served export or upload is
     settings_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    # The ids of the runs this process is running now (on a page, or finishing after it closed):
+    # History tells them from runs the app stopped in the middle of (a crash, a restart).
+    runs_under_way: set[str] = field(default_factory=set, init=False)
+    background_runs: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(RUNS_AT_ONCE), init=False)
 
     def __post_init__(self) -> None:
         self.queue = open_feedback_queue(self.runtime.store, self.runtime.config.data_dir, writable=not self.read_only)

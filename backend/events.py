@@ -91,13 +91,16 @@ class ToolReturned(Event):
 
 @dataclass
 class Recovery(Event):
-    """The model's output could not be used as-is; says why and what was done instead."""
+    """The model's output could not be used as-is; says why and what was done instead. `routine`: not
+    a repair but a step the guided procedure takes by design (a small model's prefilled action, a
+    closed question answered by choice among its options); the UI shows it without a warning."""
 
     kind: ClassVar[str] = "recovery"
     turn: int
     reason: str
     action: str
     raw: str = ""
+    routine: bool = False
 
 
 @dataclass

@@ -355,7 +355,8 @@ class ExecutorSession:
                 (n for n in options if guided[n].query_argument), options[0])
             reason = ("guided turn: no evidence yet" if searches == 0 else "guided turn: the draft answer is not grounded"
                       if searches >= needed else f"guided turn: {needed} searches are needed")
-            yield Recovery(self.run_id, turn=turn, reason=reason, action=f"{'first' if searches == 0 else 'next'} action is {action}")
+            yield Recovery(self.run_id, turn=turn, reason=reason, action=f"{'first' if searches == 0 else 'next'} action is {action}",
+                           routine=True)
         else:
             choice = self.model.choose(self._messages(), [*options, "answer"], prefill=head + prompts.NEXT_ACTION_PREFILL)
             action = choice.label
@@ -442,7 +443,7 @@ class ExecutorSession:
                 if decided is not None:
                     yield Recovery(
                         self.run_id, turn=self.turn_count, reason=f"a comparison of {comparison.kind}s",
-                        action=f"{decided!r} decided from the options' facts",
+                        action=f"{decided!r} decided from the options' facts", routine=True,
                     )
                     return decided
                 prefill = prompts.option_facts_text(facts) + prompts.CHOICE_PREFILL
@@ -451,7 +452,7 @@ class ExecutorSession:
             choice = self.model.choose(messages, options, prefill=prefill)
             yield Recovery(
                 self.run_id, turn=self.turn_count, reason="closed question: its answer is one of its options",
-                action=f"chose {choice.label!r} among {options} by log-probability",
+                action=f"chose {choice.label!r} among {options} by log-probability", routine=True,
             )
             return choice.label
         prefill = prompts.ANSWER_PREFILL

@@ -296,3 +296,46 @@ def test_feedback_teaches_the_planner_in_the_background(learning_server, new_pag
     page.locator("#learning-resume").click()
     status.get_by_text("Test-time learning is on.").wait_for()
     assert not ctx.learner.status().paused
+
+
+def test_the_page_reads_answer_then_trace_then_feedback_opens_document_passages_and_shows_the_drop_zone(
+        start_app, new_page, tmp_path, embedder, shared_tools):
+    from backend.documents import DocumentStore
+    from backend.tools.search import WikiSearchTool
+    from tests.app.conftest import ARTIFACTS
+    from tests.app.test_documents_research import QUESTION as PDF_QUESTION, ReactorModel, make_pdf
+
+    models = {role: ReactorModel(role) for role in ("planner", "executor", "judge", "manager")}
+    url, ctx = start_app(with_logins=True, models=models,
+                         agent={"max_turns": 4, "sparse_memory_planner": "planner", "guided_actions": "off"})
+    ctx.runtime.documents = documents = DocumentStore(tmp_path / "documents", embedder=embedder)
+    ctx.runtime.agent.tools["search"] = WikiSearchTool(shared_tools["search"].index, documents)
+    make_pdf(tmp_path / "stations.pdf")
+    documents.add_paths("alice", "survey", [tmp_path / "stations.pdf"])
+    page = new_page()
+    login(page, url, "alice")
+
+    # The image drop zone shows all of itself: nothing inside it is cut off.
+    zone = page.locator("#image")
+    assert zone.evaluate("e => e.scrollHeight <= e.clientHeight + 1")
+    inside, outside = zone.bounding_box(), zone.get_by_text("Click to Upload").bounding_box()
+    assert outside["y"] + outside["height"] <= inside["y"] + inside["height"]
+
+    question_box(page).fill(PDF_QUESTION)
+    page.locator("#ask").click()
+    page.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=60_000)
+    # The answer first, then the trace, then the feedback.
+    tops = [page.locator(f"#{name}").bounding_box()["y"] for name in ("answer-box", "trace", "feedback")]
+    assert tops == sorted(tops)
+
+    # A document source opens its passage (file, page, text) from alice's own documents.
+    source = page.locator("#source-view").first  # Gradio gives a group's id to two nested elements
+    expect(source).to_be_hidden()
+    page.locator("#answer-box button.cite").first.click()
+    page.locator("#answer-box details.citation button.doc-open").first.click()
+    expect(source).to_be_visible()
+    expect(page.locator("#source-text")).to_contain_text("document stations.pdf (collection survey), page 2")
+    expect(page.locator("#source-text")).to_contain_text("The Quillmoor reactor opened in 1987")
+    expect(page.locator("#source-file").get_by_role("cell", name="stations.pdf")).to_be_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "research-page.png"), full_page=True)

@@ -1,6 +1,8 @@
 import json
 
-from app.render import RunLimits, RunTranscript, esc, event_to_text, json_for_terminal, safe_url, transcript_of
+from app.render import (
+    KEEP_OPEN_JS, RunLimits, RunTranscript, esc, event_to_text, json_for_terminal, safe_url, transcript_of,
+)
 from backend.events import (
     AnswerReady,
     ExecutorThought,
@@ -40,12 +42,13 @@ DOC_URL = "doc://papers/notes%20on%20magazines.pdf#page=3"
 
 
 def a_run(at=100.0) -> list:
-    """A run in events: a plan, a step with a recovery, a thought and a search, a second step with
-    a document passage, the answer citing both, reflection, verdict."""
+    """A run in events: a plan, a guided step with a thought and a search, a second step with a
+    document passage, the answer (chosen among the question's options) citing both."""
     return [
         RunStarted("r1", question="Which came first, A or B? " + SCRIPT, namespace="default", at=at),
         PlanReady("r1", text="1. search", steps=["Search for " + SCRIPT, "Compare"], at=at + 1),
-        Recovery("r1", turn=1, reason="guided turn: no evidence yet", action="first action is search", at=at + 2),
+        Recovery("r1", turn=1, reason="guided turn: no evidence yet", action="first action is search", routine=True,
+                 at=at + 2),
         ExecutorThought("r1", turn=1, text="I should look up A " + SCRIPT, at=at + 2),
         ToolCalled("r1", turn=1, name="search", arguments={"query_list": ["Arthur's Magazine"]}, at=at + 2),
         ToolReturned("r1", turn=1, name="search", ok=True, content="...", seconds=0.5, at=at + 4,
@@ -55,7 +58,8 @@ def a_run(at=100.0) -> list:
         ToolReturned("r1", turn=2, name="search", ok=True, content="...", seconds=0.25, at=at + 6,
                      passages=[passage("notes on magazines.pdf", "First for Women was started in 1989.",
                                        source="doc:papers", url=DOC_URL)]),
-        Recovery("r1", turn=2, reason="closed question: its answer is one of its options", action="chose A", at=at + 7),
+        Recovery("r1", turn=2, reason="closed question: its answer is one of its options", action="chose A",
+                 routine=True, at=at + 7),
         AnswerReady("r1", text="Arthur's Magazine", at=at + 7, sources=[
             {"n": 1, "title": "Arthur's Magazine", "url": None, "source": "wiki:hotpotqa",
              "sentence": "Arthur's Magazine (1844-1846) was an American literary periodical."},
@@ -130,21 +134,21 @@ def test_a_failed_run_shows_its_message_in_the_answer_box():
     assert "The question is empty" in t.trace_html()
 
 
-def test_the_trace_is_one_line_per_step_with_recoveries_and_thoughts_in_its_details():
+def test_the_trace_is_one_line_per_step_with_guided_steps_and_thoughts_in_its_details():
     trace = transcript_of(finish(a_run())).trace_html()
     assert "<script>" not in trace
     steps = trace.split('<details class="entry step"')[1:]
     assert len(steps) == 2
     summary, details = steps[0].split("</summary>")[0], steps[0].split("</summary>")[1]
     assert "Step 1" in summary and "search “Arthur&#x27;s Magazine” → 1 passage: Arthur&#x27;s Magazine" in summary
-    assert "1 recovery" in summary and "0.5 s" in summary
+    assert "recover" not in summary and "⚠️" not in summary and "0.5 s" in summary  # a guided step is no warning
     assert "I should look up" not in summary  # the thought is in the details
     assert "Thought:</b> I should look up A &lt;script&gt;" in details
-    assert "guided turn: no evidence yet → first action is search" in details
+    assert "🧭 Guided: guided turn: no evidence yet → first action is search" in details
     second = steps[1].split("</summary>")[0]
     assert "search “First for Women” → 1 passage" in second and "answered “Arthur&#x27;s Magazine”" in second
-    assert "closed question" in steps[1].split("</summary>")[1]  # its recovery, under its own step
-    assert trace.count("Recovery:") == 2  # no recovery row of its own
+    assert "closed question" in steps[1].split("</summary>")[1]  # its guided choice, under its own step
+    assert "Recovery:" not in trace and "⚠️" not in trace
     assert "🗺️ Plan · 2 steps: Search for &lt;script&gt;" in trace
     assert "📊 Run summary" in trace
 
@@ -232,3 +236,64 @@ def test_a_stored_memory_says_how_its_text_was_made():
     t = RunTranscript()
     t.add(stored("case"))
     assert "kept as a case: plan and outcome" in t.trace_html()
+
+
+def step_summaries(events) -> list[str]:
+    trace = transcript_of(events).trace_html()
+    return [step.split("</summary>")[0] for step in trace.split('<details class="entry step"')[1:]]
+
+
+def test_only_real_recoveries_warn_a_repaired_reply_and_a_forced_answer():
+    start = [RunStarted("r1", question="Who founded A?", namespace="default")]
+    repaired = [Recovery("r1", turn=1, reason="no <tool_call> or <answer> in the reply", action="searching the question itself",
+                         raw="garbage"),
+                ToolCalled("r1", turn=1, name="search", arguments={"query_list": ["Who founded A?"]}),
+                ToolReturned("r1", turn=1, name="search", ok=True, content="...", passages=[passage("A", "A was founded by B.")])]
+    guided = [Recovery("r1", turn=2, reason="guided turn: 2 searches are needed", action="next action is search", routine=True),
+              ToolCalled("r1", turn=2, name="search", arguments={"query_list": ["A founder"]})]
+    forced = [ExecutorThought("r1", turn=3, text="B founded it"),
+              AnswerReady("r1", text="B", forced=True, reason="turn limit (3) reached")]
+    first, second, third = step_summaries(start + repaired + guided + forced)
+    assert "⚠️ 1 recovery" in first  # the model's reply was unusable and was repaired
+    assert "⚠️" not in second and "recover" not in second  # the guided procedure's own step
+    assert "⚠️ 1 recovery" in third and "answer forced" in third
+    [stopped] = step_summaries(start + [ExecutorThought("r1", turn=1, text="t"),
+                                        AnswerReady("r1", text="B", forced=True, reason="stopped by the user")])
+    assert "⚠️" not in stopped and "answer so far" in stopped  # the person's Stop is no recovery
+
+
+def test_the_terminal_tells_a_guided_step_from_a_recovery():
+    guided = Recovery("r1", turn=1, reason="guided turn: no evidence yet", action="first action is search", routine=True)
+    repaired = Recovery("r1", turn=2, reason="no <answer> in the reply", action="constrained choice: answer now")
+    assert event_to_text(guided) == "[turn 1] guided: guided turn: no evidence yet -> first action is search"
+    assert event_to_text(repaired) == "[turn 2] recovery: no <answer> in the reply -> constrained choice: answer now"
+
+
+def test_the_default_guided_turns_of_a_real_run_carry_no_warning(runtime):
+    from backend.agent import RunRequest
+
+    events = list(runtime.agent.run(RunRequest("Which magazine was started first, Arthur's Magazine or First for Women?")))
+    guided = [e for e in events if isinstance(e, Recovery) and e.reason.startswith("guided turn:")]
+    assert guided and all(e.routine for e in guided)  # the executor marks its procedure's steps as such
+    first = step_summaries(events)[0]
+    assert "Step 1" in first and "⚠️" not in first and "recover" not in first
+
+
+def test_a_document_source_opens_through_the_server_and_a_wiki_source_needs_no_button():
+    t = transcript_of(finish(a_run()))
+    box, trace = t.answer_html(), t.trace_html()
+    wiki = box.split('data-key="r1:cite:1">')[1].split("</details>")[0]
+    document = box.split('data-key="r1:cite:2">')[1].split("</details>")[0]
+    opener = f'<button type="button" class="doc-open" data-doc="{DOC_URL}"'
+    assert opener in document and "data-doc" not in wiki
+    assert trace.count(opener) == 1  # the passage in its step's details opens the same way
+    assert "trigger('open_source'" in KEEP_OPEN_JS  # which asks the server for it
+
+
+def test_a_reopened_run_that_never_ended_is_marked_unfinished_not_working():
+    t = transcript_of(a_run())
+    assert t.state == "working"
+    t.interrupted = True
+    box = t.answer_html()
+    assert 'data-state="unfinished"' in box and "interrupted before it finished" in box
+    assert "Arthur&#x27;s Magazine" in box  # the answer so far

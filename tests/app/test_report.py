@@ -12,6 +12,7 @@ from backend.events import (
     AnswerReady, PlanReady, ReflectionDecided, RunFinished, RunStarted, StepTaken, TextDelta, ToolCalled,
     ToolReturned, VerdictReady, event_from_dict,
 )
+from backend.feedback_queue import FeedbackItem
 
 SCRIPT = "<script>alert('x')</script>"
 DOC_URL = "doc://shared/papers/notes%20on%20magazines.pdf#page=3"
@@ -76,13 +77,29 @@ def test_the_report_has_the_question_answer_citations_with_their_text_plan_and_s
     assert "<script>" not in report
 
 
+def person_feedback(right_answer: str | None = None, comment: str | None = None) -> FeedbackItem:
+    return FeedbackItem(run_id="r1", namespace="alice", user="alice", question="Which came first, A or B?", answer="A",
+                        thumbs="down", right_answer=right_answer, comment=comment, label_before="correct",
+                        label_after="incorrect", judge_method="person", memory_id=None, at=1796385600.0)
+
+
 def test_a_stopped_run_reports_the_steps_its_events_show_and_says_it_was_not_judged():
-    report = report_markdown(run_events(stopped=True), feedback_label="incorrect")
+    report = report_markdown(run_events(stopped=True), feedback=person_feedback())
     assert "Status: stopped by the user: the answer so far, not judged, no memory stored" in report
     assert "Answer forced: stopped by the user" in report
-    assert "Verdict" not in report and "**Your feedback:** incorrect" in report
+    assert "Verdict" not in report and "- Marked **incorrect** by alice, 2026-12-04 12:00:00 UTC" in report
     steps = report.split("## Steps")[1]
     assert "- Turn 1: search “A magazine” → A; Other" in steps and "- Turn 2: search “B magazine”" in steps
+
+
+def test_the_report_has_the_right_answer_a_person_typed_marked_as_their_correction_with_who_and_when():
+    report = report_markdown(run_events(), feedback=person_feedback("B " + SCRIPT, comment="A came second"))
+    feedback = report.split("## Feedback from a person")[1].split("## Sources")[0]
+    assert ("- **Correction by a person**: the right answer is **B \\<script\\>alert('x')\\</script\\>** "
+            "(typed by alice, 2026-12-04 12:00:00 UTC; a person's word, not the Judge's)") in feedback
+    assert "- Comment: A came second" in feedback
+    assert "**Verdict:** correct, verified against the right answer A" in report  # the Judge's stays apart
+    assert "<script>" not in report
 
 
 def test_the_run_json_holds_the_events_as_the_run_log_does():

@@ -14,6 +14,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from app.research_tab import history_rows
 from backend.llm.base import Choice, Completion, ModelTraits
 from memory_db import NewMemory
 from tests.app.conftest import export_memories, login
@@ -97,6 +98,12 @@ def state(page) -> str:
     return page.locator("#answer-box .answer-box").get_attribute("data-state")
 
 
+def research_until_the_first_step(page) -> None:
+    question_box(page).fill(QUESTION)
+    page.locator("#ask").click()
+    page.locator("#trace").get_by_text("Step 1").wait_for(timeout=30_000)
+
+
 def final(page, timeout: float = 60_000):
     page.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=timeout)
 
@@ -153,9 +160,7 @@ def test_stop_ends_the_run_with_the_answer_so_far(canned_server, slow, new_page)
     page = new_page()
     login(page, url, "bob")
     memories_before = ctx.runtime.store.count(namespace="bob")
-    question_box(page).fill(QUESTION)
-    page.locator("#ask").click()
-    page.locator("#trace").get_by_text("Step 1").wait_for(timeout=30_000)
+    research_until_the_first_step(page)
     page.locator("#stop").click()
     page.locator('#answer-box .answer-box[data-state="stopped"]').wait_for(timeout=30_000)
     expect(page.locator("#answer-box")).to_contain_text("stopped")
@@ -168,6 +173,23 @@ def test_stop_ends_the_run_with_the_answer_so_far(canned_server, slow, new_page)
     assert not any(e.kind in ("verdict", "memory_stored") for e in events)
     assert ctx.runtime.store.count(namespace="bob") == memories_before
     expect(page.locator("#download-report")).to_be_visible()  # a stopped run has its report too
+
+
+def test_a_run_whose_tab_closed_finishes_into_a_real_history_row(canned_server, slow, new_page):
+    url, ctx, _ = canned_server
+    slow(1.0)
+    page = new_page()
+    login(page, url, "admin")
+    research_until_the_first_step(page)
+    [run] = ctx.runtime.runlog.list_runs("admin", limit=1)
+    page.context.close()  # the tab goes away mid-run
+    deadline = time.monotonic() + 90
+    while run.run_id in ctx.runs_under_way and time.monotonic() < deadline:
+        time.sleep(0.2)
+    events = ctx.runtime.runlog.load("admin", run.run_id)
+    assert events[-1].kind == "run_finished" and not events[-1].stopped  # it ran to its end after the tab closed
+    row = next(r for r in history_rows(ctx, "admin") if r[0] == run.run_id)
+    assert row[3] == "Arthur's Magazine" and row[4] and "interrupted" not in row[4]
 
 
 def test_the_report_downloads_with_the_answer_and_cited_passages_for_its_user_alone(canned_server, new_page, tmp_path):
@@ -215,11 +237,19 @@ def test_the_report_downloads_with_the_answer_and_cited_passages_for_its_user_al
     expect(page.locator("#feedback-result")).to_contain_text("Reopened run")
     expect(page.locator("#download-report")).to_be_visible()
 
-    # After a thumbs down, past runs show the person's verdict.
+    # After a thumbs down with the right answer, past runs show the person's verdict, and the report
+    # downloaded now carries their correction.
+    page.locator("#right-answer input, #right-answer textarea").first.fill("First for Women")
     page.locator("#thumbs-down").click()
     page.locator("#feedback-result").get_by_text("Feedback applied").wait_for()
     expect(page.locator("#history-table")).to_contain_text("incorrect (your feedback)")
-    expect(page.locator("#answer-box")).to_contain_text("Your feedback: incorrect")
+    expect(page.locator("#answer-box")).to_contain_text("Your feedback: incorrect; the right answer, as you typed it: First for Women")
+    with page.expect_download() as download:
+        page.locator("#download-report").click()
+    corrected = (tmp_path / "corrected.md")
+    download.value.save_as(corrected)
+    assert ("- **Correction by a person**: the right answer is **First for Women** (typed by carol, "
+            in corrected.read_text(encoding="utf-8"))
 
 
 def add_memory(ctx, namespace: str, question: str):
