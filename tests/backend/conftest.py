@@ -24,6 +24,17 @@ def agent_config(tmp_path: Path, model_dir: Path, **agent_overrides):
     )
 
 
+def scripted_config(tmp_path: Path, **agent_overrides):
+    """The repository config for scripted models (no role loads a model): memory and runs in tmp, the
+    Planner plans from the first question on."""
+    from backend.config import RoleConfig
+
+    base = load_config(environ={})
+    agent = replace(base.agent, **{"sparse_memory_planner": "planner", "reflections": 1, **agent_overrides})
+    return replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}", agent=agent,
+                   roles={name: RoleConfig() for name in base.roles})
+
+
 def make_agent(config, tools, embedder):
     from backend.agent import ResearchAgent
     from backend.runlog import RunLog

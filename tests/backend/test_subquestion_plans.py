@@ -5,8 +5,6 @@ and search index; scripted models say what a model would write."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from app.render import event_to_text, transcript_of
@@ -17,6 +15,7 @@ from backend.prompts.planner import decompose_messages
 from backend.replay import replay
 from backend.runlog import RunLog
 from memory_db import MemoryStore
+from tests.backend.conftest import scripted_config
 
 FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
 DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
@@ -37,13 +36,7 @@ def test_a_decomposition_is_read_as_numbered_sub_questions_referring_back():
 
 @pytest.fixture
 def ask(tmp_path, shared_tools, embedder, scripted_model_class):
-    from backend.config import RoleConfig, load_config
-
-    base = load_config(environ={})
-    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, plan_shape="subquestions", reflections=1, sparse_memory_planner="planner",
-                                   min_memory_similarity=-1.0),
-                     roles={name: RoleConfig() for name in base.roles})
+    config = scripted_config(tmp_path, plan_shape="subquestions", min_memory_similarity=-1.0)
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     models = {}
 

@@ -5,8 +5,6 @@ asserts the person's answer wins, is cited where a source states it, and is said
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from app.render import event_to_text, transcript_of
@@ -19,6 +17,7 @@ from backend.runlog import RunLog
 from backend.taught import is_rewording
 from backend.tools.base import query_tool
 from memory_db import MemoryStore
+from tests.backend.conftest import scripted_config
 from tests.backend.scripted_model import answer_turn as answer, tool_call_turn as call
 
 EIFFEL = "Which city is the capital of the country where the Eiffel Tower stands?"
@@ -54,13 +53,7 @@ def test_the_planner_reads_the_answer_of_a_memory_whole_however_long_its_searche
 @pytest.fixture
 def world(tmp_path, shared_tools, embedder, scripted_model_class):
     """ask(question, executor turns, judge choices) on one store and run log; teach(...) gives feedback."""
-    from backend.config import RoleConfig, load_config
-
-    base = load_config(environ={})
-    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, max_turns=3, reflections=1, sparse_memory_planner="planner",
-                                   guided_actions="off"),
-                     roles={name: RoleConfig() for name in base.roles})
+    config = scripted_config(tmp_path, max_turns=3, guided_actions="off")
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     runlog = RunLog(config.runs_dir)
     seen: dict[str, object] = {}

@@ -13,6 +13,7 @@ from backend.feedback import FeedbackQueue, submit_feedback
 from backend.judge import Judge
 from backend.runlog import RunLog
 from memory_db import MemoryStore
+from tests.backend.conftest import scripted_config
 from tests.backend.scripted_model import answer_turn as answer, tool_call_turn as call
 
 MAGAZINE = "Which magazine was started first, Arthur's Magazine or First for Women?"
@@ -21,13 +22,7 @@ FILM = "Were Scott Derrickson and Ed Wood of the same nationality?"
 
 def test_a_wrong_answer_the_judge_liked_stays_unverified_and_a_persons_word_stays(
         tmp_path, shared_tools, embedder, scripted_model_class):
-    from backend.config import RoleConfig, load_config
-
-    base = load_config(environ={})
-    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, max_turns=3, reflections=1, sparse_memory_planner="planner",
-                                   guided_actions="off"),
-                     roles={name: RoleConfig() for name in base.roles})
+    config = scripted_config(tmp_path, max_turns=3, guided_actions="off")
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     runlog = RunLog(config.runs_dir)
 
