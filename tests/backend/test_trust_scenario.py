@@ -4,7 +4,6 @@ asked again, an unrelated memory is not shown, and every verdict says how it was
 
 from __future__ import annotations
 
-
 from app.render import event_to_text, transcript_of
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import AnswerReady, MemoriesRetrieved, MemoryStored, RunStarted, VerdictReady
