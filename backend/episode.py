@@ -40,6 +40,7 @@ from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
 from backend.prompts.manager import caption_messages, caption_with_ocr
+from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, stating_sentence
 from backend.hops import Hop, fill, hops_from, weakest, worked_examples
@@ -114,7 +115,8 @@ class EpisodeInput:
     image: str | None = None
     caption: str | None = None  # given by the user
     ground_truth: str | None = None
-    memory_text: str | None = None  # the Planner's memory text as given (training data); None = as the method retrieves
+    memory_text: str | None = None  # the Planner's memory text as given (training data; for a plan of
+    # sub-questions, its worked examples); None = as the method retrieves
     plan_steps: list[str] | None = None  # a given plan (GRPO stage 1); None = the Planner plans if the method plans
 
 
@@ -281,7 +283,7 @@ class EpisodeLoop:
                   caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
         """Plan, execute, reflect and replan: the answer goes to `self.outcome`."""
         s, method, run_id, question, outcome = self.settings, self.method, self.run_id, episode.question, self.outcome
-        if method.plans and episode.plan_steps is None and episode.memory_text is None and s.plan_shape == "subquestions":
+        if method.plans and episode.plan_steps is None and s.plan_shape == "subquestions":
             yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline)
             return
         steps_done: list[str] = []
@@ -332,7 +334,9 @@ class EpisodeLoop:
         last hop's, or for a closed question the choice read from every hop's results."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
         first_planner = self._first_planner(planner, successful, failed)
-        blueprint = first_planner.decompose(question, worked_examples(successful + failed), caption)
+        worked = (episode.memory_text if episode.memory_text is not None
+                  else worked_examples_text(worked_examples(successful + failed)))
+        blueprint = first_planner.decompose(question, worked, caption)
         plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
                          planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
         outcome.plans.append(plan)

@@ -77,8 +77,8 @@ def weakest(hops: list[Hop]) -> Hop | None:
 
 
 def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, list[str], str]]:
-    """Verified decompositions among retrieved memories (backend.manager.memory_to_dict), as the
-    Planner is shown them: (question, sub-questions as written, how it went)."""
+    """Verified decompositions among retrieved memories (backend.manager.memory_to_dict): (question,
+    sub-questions as written, how it went), for backend.prompts.planner.worked_examples_text."""
     examples = []
     for memory in memories:
         hops = memory.get("decomposition") or []

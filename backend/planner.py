@@ -106,11 +106,10 @@ class Planner:
             notes.append("no action step was left; using a single search step")
         return Blueprint(text=text.strip(), steps=kept, completion=completion, recovered="; ".join(notes) or None)
 
-    def decompose(self, question: str, worked: list[tuple[str, list[str], str]] | None = None,
-                  caption: str | None = None) -> Blueprint:
-        """A plan of sub-questions (backend.hops); the question itself as the one sub-question when the
-        model's text gives none."""
-        messages = prompts.decompose_messages(question, worked or [], caption)
+    def decompose(self, question: str, worked_text: str = "", caption: str | None = None) -> Blueprint:
+        """A plan of sub-questions (backend.hops) after `worked_text`'s examples from memory; the question
+        itself as the one sub-question when the model's text gives none."""
+        messages = prompts.decompose_messages(question, worked_text, caption)
         completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=prompts.DECOMPOSE_PREFILL,
                                          stop=("\n\n", "Question:"))
         text = prompts.DECOMPOSE_PREFILL + completion.text

@@ -77,12 +77,18 @@ def decomposition_text(subquestions) -> str:
     return "\n".join(f"{i}. {sub}" for i, sub in enumerate(subquestions, 1))
 
 
-def decompose_messages(question: str, worked: list[tuple[str, list[str], str]], caption: str | None = None) -> list[dict]:
-    """`worked`: (question, sub-questions, outcome) of verified decompositions from memory, shown
-    first as examples (raw, as they were solved)."""
+def worked_examples_text(worked: list[tuple[str, list[str], str]]) -> str:
+    """Verified decompositions from memory, (question, sub-questions, outcome) each, as the Planner is
+    shown them before its fixed examples: raw, as they were solved."""
+    return "\n\n".join(DECOMPOSE_EXAMPLE.format(question=q, subquestions=decomposition_text(subs)) + "\n"
+                       + WORKED_EXAMPLE_NOTE.format(outcome=outcome) for q, subs, outcome in worked)
+
+
+def decompose_messages(question: str, worked_text: str = "", caption: str | None = None) -> list[dict]:
+    """`worked_text`: worked examples from memory (worked_examples_text), shown first."""
     examples = [DECOMPOSE_EXAMPLE.format(question=q, subquestions=decomposition_text(subs)) for q, subs in DECOMPOSE_EXAMPLES]
-    examples = [DECOMPOSE_EXAMPLE.format(question=q, subquestions=decomposition_text(subs)) + "\n"
-                + WORKED_EXAMPLE_NOTE.format(outcome=outcome) for q, subs, outcome in worked] + examples
+    if worked_text:
+        examples.insert(0, worked_text)
     image_line = IMAGE_LINE.format(caption=caption) if caption else ""
     return [
         {"role": "system", "content": DECOMPOSE_SYSTEM},

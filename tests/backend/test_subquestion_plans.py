@@ -11,7 +11,7 @@ from app.render import event_to_text, transcript_of
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, ReflectionDecided
 from backend.hops import fill, parse_subquestions, worked_examples
-from backend.prompts.planner import decompose_messages
+from backend.prompts.planner import decompose_messages, worked_examples_text
 from backend.replay import replay
 from backend.runlog import RunLog
 from memory_db import MemoryStore
@@ -72,7 +72,7 @@ def test_each_hop_is_searched_and_read_on_its_own_with_the_earlier_answer_filled
     assert [h["answer"] for h in stored.provenance["decomposition"]] == ["Fyre Festival", "Great Exuma"]
     examples = worked_examples([{"question": stored.question, "correct": True, "verified": True,
                                  "decomposition": stored.provenance["decomposition"]}])
-    shown = decompose_messages("Where was the festival Ja Rule promoted held?", examples)[1]["content"]
+    shown = decompose_messages("Where was the festival Ja Rule promoted held?", worked_examples_text(examples))[1]["content"]
     assert "Where was #1 supposed to take place?\n(worked for an earlier question: the answer was right)" in shown
 
 

@@ -11,7 +11,9 @@ from backend.config import PlannerRewardConfig
 from backend.llm.base import ChatModel
 from backend.episode import planner_memories
 from backend.manager import Manager
+from backend.hops import worked_examples
 from backend.prompts.manager import format_memories
+from backend.prompts.planner import worked_examples_text
 from backend.tools.base import Tool
 from training.episode import Episode, EpisodeSettings, run_episode
 from training.policy import PolicyChatModel, TurnSample
@@ -111,6 +113,9 @@ def consolidate(signal: Signal, rollouts: list[ScoredRollout], *, manager: Manag
 
 
 def memory_context(manager: Manager, signal: Signal, settings: EpisodeSettings) -> tuple[str, list[str]]:
-    """The Planner's contrastive memories for the signal's question, retrieved as the app retrieves them."""
+    """The Planner's memories for the signal's question, retrieved and shown as the app does: contrastive
+    memories, or for a plan of sub-questions the worked examples among them."""
     successful, failed = planner_memories(manager, signal.question, signal.namespace, None, settings)
-    return format_memories(successful, failed), [m["id"] for m in successful + failed]
+    text = (worked_examples_text(worked_examples(successful + failed)) if settings.plan_shape == "subquestions"
+            else format_memories(successful, failed))
+    return text, [m["id"] for m in successful + failed]

@@ -1,0 +1,27 @@
+"""Training runs the app's plan of sub-questions: a rollout with agent.plan_shape = "subquestions" asks
+the policy for a decomposition after the worked examples memory gives it (test-time learning's
+memory_context), researches hop by hop, and keeps the decomposition as the plan it is rewarded for."""
+
+from __future__ import annotations
+
+from backend.episode import EpisodeSettings
+from backend.events import HopAnswered
+from training.episode import Grader, run_episode
+from tests.backend.scripted_model import ScriptedChatModel
+
+FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+WORKED = ("Question: Who founded the company that made the first Walkman?\n1. Which company made the first Walkman?\n"
+          "2. Who founded #1?\n(worked for an earlier question: the answer was right)")
+
+
+def test_a_rollout_decomposes_after_the_worked_examples_and_researches_hop_by_hop(shared_tools):
+    planner = ScriptedChatModel("policy", ["1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+                                           "2. Where was #1 supposed to take place?"])
+    executor = ScriptedChatModel("executor", ["Fyre Festival", "Great Exuma"])
+    episode = run_episode(question=FESTIVAL, ground_truth="Great Exuma", planner_model=planner, executor_model=executor,
+                          tools=shared_tools, grader=Grader(), settings=EpisodeSettings(plan_shape="subquestions", guided=True),
+                          memory_text=WORKED)
+    assert WORKED in planner.prompts[0][-1]["content"]  # the worked example comes before the question
+    assert [e.answer for e in episode.events if isinstance(e, HopAnswered)] == ["Fyre Festival", "Great Exuma"]
+    assert episode.plan_steps[1] == "Where was #1 supposed to take place?"
+    assert episode.answer == "Great Exuma" and episode.correct_final
