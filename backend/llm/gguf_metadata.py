@@ -5,6 +5,7 @@ Only the header and the metadata section are read; tensors are skipped.
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,19 +32,36 @@ def read_gguf_metadata(path: Path) -> dict[str, object]:
 def read_gguf_fields(path: Path) -> dict[str, GGUFField]:
     """All metadata of a GGUF with the value types needed to write it again."""
     with open(path, "rb") as file:
-        magic, version = file.read(4), _unpack(file, "<I")
-        if magic != b"GGUF" or version not in (2, 3):
-            raise LLMError(f"{path} is not a GGUF v2/v3 file; point the setting at a .gguf model file.")
-        _tensor_count, kv_count = _unpack(file, "<Q"), _unpack(file, "<Q")
-        metadata = {}
-        for _ in range(kv_count):
-            key, value_type = _read_string(file), _unpack(file, "<I")
-            if value_type == _ARRAY:
-                item_type, count = _unpack(file, "<I"), _unpack(file, "<Q")
-                metadata[key] = GGUFField(_read_array(file, item_type, count), value_type, item_type)
-            else:
-                metadata[key] = GGUFField(_read_value(file, value_type), value_type)
-        return metadata
+        return _read_fields(file, path)[1]
+
+
+def read_gguf_parameter_count(path: Path) -> int:
+    """How many weights the GGUF's tensors hold, from the tensor infos after the metadata (no tensor data is read)."""
+    with open(path, "rb") as file:
+        tensor_count, _ = _read_fields(file, path)
+        total = 0
+        for _ in range(tensor_count):
+            _read_string(file)
+            total += math.prod(_unpack(file, "<Q") for _ in range(_unpack(file, "<I")))
+            _unpack(file, "<I"), _unpack(file, "<Q")  # the tensor's type and data offset
+        return total
+
+
+def _read_fields(file: BinaryIO, path: Path) -> tuple[int, dict[str, GGUFField]]:
+    """The header and the metadata: (tensor count, fields); the file is left at the tensor infos."""
+    magic, version = file.read(4), _unpack(file, "<I")
+    if magic != b"GGUF" or version not in (2, 3):
+        raise LLMError(f"{path} is not a GGUF v2/v3 file; point the setting at a .gguf model file.")
+    tensor_count, kv_count = _unpack(file, "<Q"), _unpack(file, "<Q")
+    metadata = {}
+    for _ in range(kv_count):
+        key, value_type = _read_string(file), _unpack(file, "<I")
+        if value_type == _ARRAY:
+            item_type, count = _unpack(file, "<I"), _unpack(file, "<Q")
+            metadata[key] = GGUFField(_read_array(file, item_type, count), value_type, item_type)
+        else:
+            metadata[key] = GGUFField(_read_value(file, value_type), value_type)
+    return tensor_count, metadata
 
 
 def _unpack(file: BinaryIO, fmt: str):

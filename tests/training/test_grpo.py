@@ -58,3 +58,31 @@ def test_update_with_no_signal_changes_nothing(tiny_model_dir):
     stats = grpo_update(policy.model, optimizer, [([sample], 0.0), ([sample], 0.0)], temperature=1.0)
     assert stats.tokens == 0
     assert all(torch.equal(a, b) for a, b in zip(weights, policy.trainable_parameters()))
+
+
+def test_the_update_recomputes_layers_and_computes_logits_only_for_sampled_tokens(tiny_model_dir):
+    """Where a long prompt's memory went: every layer's activations kept for the backward pass, and a
+    vocabulary-wide logit row per prompt token. The update keeps neither, and computes the same values."""
+    from training.policy import LoraSettings
+
+    policy = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
+    prompt = policy.encode("Plan how to find who wrote Kiss and Tell. " * 20)
+    sample = TurnSample(prompt, policy.encode(" Search for the film's writer."))
+    model = policy.model
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([prompt + sample.completion_ids])).logits[0, len(prompt) - 1: -1]
+        expected = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(sample.completion_ids)[:, None])
+        assert torch.allclose(completion_logprobs(model, sample, 1.0), expected.squeeze(1), atol=1e-5)
+
+    head_rows, layer_calls = [], []
+    layers = model.get_base_model().model.layers
+    hooks = [model.get_output_embeddings().register_forward_hook(lambda _m, args, _o: head_rows.append(args[0].shape[1]))]
+    hooks += [layer.register_forward_pre_hook(lambda *_: layer_calls.append(1)) for layer in layers]
+    try:
+        optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-3)
+        grpo_update(model, optimizer, [([sample], 1.0), ([sample], -1.0)], temperature=1.0)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert head_rows == [len(sample.completion_ids) + 1] * 2  # one forward per episode, its sampled positions only
+    assert len(layer_calls) == 2 * 2 * len(layers)  # each layer again in the backward pass (gradient checkpointing)

@@ -6,6 +6,7 @@ import time
 
 import pytest
 import torch
+from safetensors import safe_open
 
 from backend.llm.base import LLMError
 from backend.llm.embedded import EmbeddedChatModel
@@ -15,8 +16,9 @@ from backend.llm.gguf_import import (
     default_gguf_path,
     load_gguf_tokenizer,
     prepare_embedded_model,
+    read_manifest,
 )
-from backend.llm.gguf_metadata import read_gguf_metadata
+from backend.llm.gguf_metadata import read_gguf_metadata, read_gguf_parameter_count
 from backend.llm.tiny import build_tiny_random_gguf
 
 
@@ -105,3 +107,30 @@ def test_gguf_tokenizer_matches_transformers_own_gguf_loading_except_the_fixed_e
     assert ours.apply_chat_template(chat, tokenize=False, add_generation_prompt=True) == \
         reference.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
     assert (ours.eos_token, ours.pad_token, ours.bos_token) == ("<|im_end|>", "<|im_end|>", "<|im_start|>")
+
+
+def test_a_bfloat16_copy_holds_half_the_bytes_beside_the_float32_one(tiny_gguf, tmp_path):
+    """Test-time learning trains a bfloat16 copy: a folder of its own, its weights stored in bfloat16."""
+    gguf_path, source_model = tiny_gguf
+    float32_dir = prepare_embedded_model(tmp_path, gguf_path=gguf_path, progress=False)
+    bfloat16_dir = prepare_embedded_model(tmp_path, gguf_path=gguf_path, progress=False, dtype="bfloat16")
+    assert bfloat16_dir == tmp_path / "tiny-random.F32.bfloat16" and float32_dir == tmp_path / "tiny-random.F32"
+    assert read_manifest(bfloat16_dir)["dtype"] == "bfloat16"
+    with safe_open(bfloat16_dir / "model.safetensors", "pt") as weights:
+        assert {weights.get_slice(name).get_dtype() for name in weights.keys()} == {"BF16"}
+    assert (bfloat16_dir / "model.safetensors").stat().st_size < 0.6 * (float32_dir / "model.safetensors").stat().st_size
+    model = EmbeddedChatModel(bfloat16_dir, dtype=torch.bfloat16)
+    source = source_model.state_dict()
+    for name, weight in model.model.state_dict().items():  # the GGUF's weights, rounded once to bfloat16
+        assert weight.dtype == torch.bfloat16 and torch.equal(weight, source[name].to(torch.bfloat16)), name
+    with pytest.raises(ValueError, match="float32, bfloat16"):
+        prepare_embedded_model(tmp_path, gguf_path=gguf_path, progress=False, dtype="float16")
+
+
+def test_the_parameter_count_is_read_from_the_tensor_infos(tiny_gguf):
+    import gguf
+
+    gguf_path, source_model = tiny_gguf
+    assert read_gguf_parameter_count(gguf_path) == source_model.num_parameters()
+    packaged = default_gguf_path()  # a quantised GGUF: counted in weights, not in bytes
+    assert read_gguf_parameter_count(packaged) == sum(int(t.n_elements) for t in gguf.GGUFReader(str(packaged)).tensors)
