@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from backend.tools.text_ranking import tokenize
+
 MAX_HOPS = 3
 _LINE = re.compile(r"^\s*(?:q(?:uestion)?\s*)?(\d)[.):]\s*(.+?)\s*$", re.IGNORECASE)
 _REFERENCE = re.compile(r"#(\d)")
@@ -55,6 +57,38 @@ def parse_subquestions(text: str, max_hops: int = MAX_HOPS) -> list[str]:
         if len(found) >= max_hops:
             break
     return found
+
+
+_ASKING = frozenset(tokenize(["who whom whose what which when where why how did does do was were has have had"])[0])
+
+
+def _words(text: str) -> set[str]:
+    """Stemmed content words, without the words that only make it a question."""
+    return set(tokenize([_REFERENCE.sub(" ", text)])[0]) - _ASKING
+
+
+def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | None]:
+    """The sub-questions that belong to `question`, and a note on what was left out (None: nothing).
+    A hop that neither refers to an earlier one nor shares a word with the question was copied from
+    elsewhere (a small model repeats its examples) and goes; a hop that asks the whole question again
+    makes the question one hop."""
+    asked = _words(question)
+    kept: list[str] = []
+    renumbered: dict[str, str] = {}  # a kept hop's number as written -> as kept
+    for number, sub in enumerate(subquestions, 1):
+        references = _REFERENCE.findall(sub)
+        if any(n not in renumbered for n in references) or not (references or _words(sub) & asked):
+            continue  # about nothing the question names, or resting on a hop that went
+        kept.append(_REFERENCE.sub(lambda m: f"#{renumbered[m.group(1)]}", sub))
+        renumbered[str(number)] = str(len(kept))
+    notes = []
+    if len(kept) < len(subquestions):
+        notes.append(f"left out {len(subquestions) - len(kept)} sub-question(s) about nothing the question names "
+                     "or resting on one that was left out")
+    restated = next((sub for sub in kept if asked and len(_words(sub) & asked) >= 0.8 * len(asked)), None)
+    if restated is not None and len(kept) > 1:
+        kept, notes = [question], notes + ["a sub-question asked the whole question: researching it as one hop"]
+    return kept, "; ".join(notes) or None
 
 
 def fill(template: str, answers: list[str]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from backend.hops import parse_subquestions
+from backend.hops import parse_subquestions, sensible
 from backend.llm.base import ChatModel, Completion
 from backend.prompts import planner as prompts
 from backend.prompts.planner import PLAN_PREFILL, REPLAN_WHEN
@@ -113,10 +113,10 @@ class Planner:
         completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=prompts.DECOMPOSE_PREFILL,
                                          stop=("\n\n", "Question:"))
         text = prompts.DECOMPOSE_PREFILL + completion.text
-        subquestions = parse_subquestions(text)
-        recovered = None
+        subquestions, recovered = sensible(parse_subquestions(text), question)
         if not subquestions:
-            subquestions, recovered = [question], "no sub-question could be read; researching the question as one hop"
+            note = "no sub-question could be read; researching the question as one hop"
+            subquestions, recovered = [question], f"{recovered}; {note}" if recovered else note
         return Blueprint(text=text.strip(), steps=subquestions, completion=completion, recovered=recovered)
 
     def reflect(self, question: str, answer: str, trace_text: str, support: str | None = None) -> Reflection:

@@ -57,7 +57,7 @@ DECOMPOSE_EXAMPLES = (
 )
 DECOMPOSE_EXAMPLE = "Question: {question}\n{subquestions}"
 WORKED_EXAMPLE_NOTE = "(worked for an earlier question: {outcome})"
-DECOMPOSE_TURN = "{examples}\n\nQuestion: {question}{image_line}"
+DECOMPOSE_ASK = "Question: {question}"
 DECOMPOSE_PREFILL = "1."
 
 FALLBACK_PLAN_STEP = "Search for the main entities of: {question}"
@@ -85,16 +85,16 @@ def worked_examples_text(worked: list[tuple[str, list[str], str]]) -> str:
 
 
 def decompose_messages(question: str, worked_text: str = "", caption: str | None = None) -> list[dict]:
-    """`worked_text`: worked examples from memory (worked_examples_text), shown first."""
-    examples = [DECOMPOSE_EXAMPLE.format(question=q, subquestions=decomposition_text(subs)) for q, subs in DECOMPOSE_EXAMPLES]
-    if worked_text:
-        examples.insert(0, worked_text)
+    """The fixed examples as earlier turns of the conversation (a small model copies examples it reads
+    inside the question's own turn); `worked_text`, worked examples from memory (worked_examples_text),
+    opens the question's turn."""
+    messages = [{"role": "system", "content": DECOMPOSE_SYSTEM}]
+    for example, subquestions in DECOMPOSE_EXAMPLES:
+        messages += [{"role": "user", "content": DECOMPOSE_ASK.format(question=example)},
+                     {"role": "assistant", "content": decomposition_text(subquestions)}]
     image_line = IMAGE_LINE.format(caption=caption) if caption else ""
-    return [
-        {"role": "system", "content": DECOMPOSE_SYSTEM},
-        {"role": "user", "content": DECOMPOSE_TURN.format(examples="\n\n".join(examples), question=question,
-                                                          image_line=image_line)},
-    ]
+    ask = DECOMPOSE_ASK.format(question=question) + image_line
+    return messages + [{"role": "user", "content": f"{worked_text}\n\n{ask}" if worked_text else ask}]
 
 
 def reflect_messages(question: str, answer: str, trace_text: str, support: str | None) -> list[dict]:

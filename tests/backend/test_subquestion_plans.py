@@ -72,7 +72,7 @@ def test_each_hop_is_searched_and_read_on_its_own_with_the_earlier_answer_filled
     assert [h["answer"] for h in stored.provenance["decomposition"]] == ["Fyre Festival", "Great Exuma"]
     examples = worked_examples([{"question": stored.question, "correct": True, "verified": True,
                                  "decomposition": stored.provenance["decomposition"]}])
-    shown = decompose_messages("Where was the festival Ja Rule promoted held?", worked_examples_text(examples))[1]["content"]
+    shown = decompose_messages("Where was the festival Ja Rule promoted held?", worked_examples_text(examples))[-1]["content"]
     assert "Where was #1 supposed to take place?\n(worked for an earlier question: the answer was right)" in shown
 
 
@@ -93,3 +93,16 @@ def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_ho
     plan = next(e for e in events if isinstance(e, PlanReady))
     assert plan.steps == [FESTIVAL] and "researching the question as one hop" in plan.recovered
     assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
+
+
+def test_copied_examples_and_a_restated_question_are_left_out_of_a_decomposition():
+    from backend.hops import sensible
+
+    question = "In what year did the man who shot Chris Stockley, of The Dingoes, die?"
+    assert sensible(["Who shot Chris Stockley?", "In what year did #1 die?"], question) == (
+        ["Who shot Chris Stockley?", "In what year did #1 die?"], None)
+    kept, note = sensible(["Who wrote Dracula?", "Who shot Chris Stockley?"], question)
+    assert kept == ["Who shot Chris Stockley?"] and "left out 1" in note
+    kept, note = sensible(["In what year did the man who shot Chris Stockley of The Dingoes die?", "Who is #1?"], question)
+    assert kept == [question] and "one hop" in note
+    assert sensible(["Who wrote Dracula?", "In which city was #1 born?"], question)[0] == []
