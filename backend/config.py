@@ -183,6 +183,7 @@ class DocumentsConfig:
 
 
 LEARNER_WORKERS = ("process", "thread", "external")
+LEARNER_WEIGHT_DTYPES = ("bfloat16", "float32")
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,9 @@ class LearningConfig:
     worker: str = "process"
     worker_nice: int = 10  # how much lower the started worker's CPU priority is (0-19)
     lease_ttl_s: float = 60.0  # a learner that missed heartbeats this long has died; another may take over
+    # The trained Planner copy's weights: "bfloat16" needs half the memory of "float32" (LoRA adapters
+    # stay float32 either way); "float32" only on a CPU without bfloat16 arithmetic, where it samples faster.
+    weights_dtype: str = "bfloat16"
 
 
 @dataclass(frozen=True)
@@ -479,6 +483,7 @@ def _validate(config: Config) -> None:
         (t.worker in LEARNER_WORKERS, "ttrl.worker", f"must be one of {', '.join(LEARNER_WORKERS)}"),
         (0 <= t.worker_nice <= 19, "ttrl.worker_nice", "must be 0-19"),
         (t.lease_ttl_s >= 5, "ttrl.lease_ttl_s", "must be at least 5 seconds"),
+        (t.weights_dtype in LEARNER_WEIGHT_DTYPES, "ttrl.weights_dtype", f"must be one of {', '.join(LEARNER_WEIGHT_DTYPES)}"),
     ])
     validate_agent(config.agent)
     validate_memory(config.memory)

@@ -469,12 +469,16 @@ class TestTimeLearner:
         if self._policy is not None and self.versions.current().number != self._policy_version:
             self._policy, self._optimizer = None, None  # rolled back from another process (the app)
         if self._policy is None:
+            from training.ttrl.memory_fit import learner_need, require_memory
+
             current = self.versions.current()
+            base_dir = self.planner_base_dir()
+            require_memory(learner_need(base_dir, self.settings.weights_dtype))  # NotEnoughMemory says what is free
             self._policy_version = current.number
             self._policy = PolicyChatModel(
-                self.planner_base_dir(), temperature=self.settings.temperature,
+                base_dir, temperature=self.settings.temperature,
                 lora=LoraSettings(r=self.settings.lora_r, alpha=self.settings.lora_alpha),
-                adapter_dir=current.adapter_path,
+                adapter_dir=current.adapter_path, dtype=getattr(torch, self.settings.weights_dtype),
             )
             self._optimizer = torch.optim.AdamW(self._policy.trainable_parameters(), lr=self.settings.learning_rate,
                                                 weight_decay=0.0)

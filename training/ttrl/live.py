@@ -28,6 +28,7 @@ from backend.manager import Manager
 from backend.runtime import Runtime, embedded_model_dir, gguf_file, make_chat_model, resolve_path
 from backend.tools.base import offered_tools
 from training.ttrl.learner import TestTimeLearner
+from training.ttrl.memory_fit import MemoryNeed, learner_need, require_memory
 from training.ttrl.versions import Version
 
 log = logging.getLogger(__name__)
@@ -37,21 +38,37 @@ def learning_root(config: Config) -> Path:
     return config.data_dir / "ttrl"
 
 
-def planner_base_dir(config: Config) -> Path:
-    """The local weights test-time learning trains: the embedded Planner's, a transformers copy of
-    the llama.cpp Planner's GGUF (dequantised once, on first training), or ttrl.base_model_dir."""
+def planner_weights_source(config: Config) -> Path:
+    """Where the weights test-time learning trains come from, before any dequantising: a folder
+    (ttrl.base_model_dir, the embedded Planner's) or the llama.cpp Planner's GGUF file."""
     if config.ttrl.base_model_dir:
         return resolve_path(config, config.ttrl.base_model_dir)
     role = config.role("planner")
     if role.backend == "llamacpp":
-        return prepare_embedded_model(config.model_cache_dir, gguf_path=gguf_file(config, role, progress=False),
-                                      progress=False)
+        return gguf_file(config, role, progress=False)
     if role.backend == "openai":
         raise ConfigError(
             "ttrl.base_model_dir: the Planner is served, so test-time learning needs the served model's weights "
             "on this machine (a transformers folder) to train its LoRA adapter; set ttrl.base_model_dir or ttrl.enabled = false."
         )
     return embedded_model_dir(config, role, progress=False)
+
+
+def learner_memory_need(config: Config) -> MemoryNeed:
+    """What training the Planner adds to the learner's memory at its peak (training.ttrl.memory_fit)."""
+    return learner_need(planner_weights_source(config), config.ttrl.weights_dtype)
+
+
+def planner_base_dir(config: Config) -> Path:
+    """The local weights test-time learning trains: ttrl.base_model_dir, the embedded Planner's, or a
+    transformers copy of the llama.cpp Planner's GGUF in ttrl.weights_dtype (dequantised once, on first
+    training, and only when training it fits in the free memory: NotEnoughMemory otherwise)."""
+    source = planner_weights_source(config)
+    if not source.is_file():
+        return source
+    require_memory(learner_need(source, config.ttrl.weights_dtype))  # before minutes of dequantising
+    return prepare_embedded_model(config.model_cache_dir, gguf_path=source, progress=False,
+                                  dtype=config.ttrl.weights_dtype)
 
 
 def gguf_adapter_for(version: Version, base_gguf: Path) -> Path:
