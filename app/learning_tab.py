@@ -15,6 +15,7 @@ import gradio as gr
 
 from app.render import esc
 from app.session import AppContext
+from backend.config import ConfigError
 
 if TYPE_CHECKING:  # the learner imports torch and peft; the app imports it only when learning is on
     from training.ttrl.learner import LearnerStatus
@@ -54,6 +55,45 @@ def _worker_alive(ctx: AppContext) -> bool:
     return ctx.learner is not None and ctx.learner.running
 
 
+def _why_not_running(ctx: AppContext) -> str:
+    """The rest of "the learner is not running: ..." (a supervised worker says how it ended and when it restarts)."""
+    from training.ttrl.remote import RemoteLearner
+
+    if isinstance(ctx.learner, RemoteLearner):
+        return ctx.learner.why_not_running()
+    return "its thread is not running (it was not started, or it stopped: the server log says why)"
+
+
+def _signals_wait(count: int) -> str:
+    return f"{count} signal{'s' if count != 1 else ''} wait{'s' if count == 1 else ''}"
+
+
+def _what_waits(ctx: AppContext) -> str:
+    """What waits for the learner in all namespaces, and whether a learner runs to take it."""
+    waiting = ctx.learner.pending_count()  # pending signals and queued entries not taken yet
+    if not _worker_alive(ctx):
+        return f"{_signals_wait(waiting)}; the learner is not running: {esc(_why_not_running(ctx))}."
+    unread = ctx.queue.untaken_count()
+    if unread:
+        return f"{unread} queued entr{'ies' if unread != 1 else 'y'} in all namespaces wait for the learner to take them."
+    if waiting:
+        return f"{_signals_wait(waiting)} for the learner's rollouts; it has read every queued entry."
+    return "The learner has taken everything queued in all namespaces."
+
+
+def _memory_line(ctx: AppContext) -> str:
+    """What training the Planner needs beside what is free (measured by benchmarks/learner_memory_bench.py)."""
+    from training.ttrl.live import learner_memory_need
+    from training.ttrl.memory_fit import GB, free_memory_bytes
+
+    try:
+        need = learner_memory_need(ctx.runtime.config)
+    except (ConfigError, ValueError, OSError) as exc:
+        return f"- Memory: what training the Planner needs is unknown ({esc(exc)})"
+    return (f"- Memory: training the Planner needs {need.description} free when its weights load; "
+            f"{free_memory_bytes() / GB:.1f} GB is free on this machine now")
+
+
 # -- what the view shows ---------------------------------------------------------------------------
 def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
     planner = ctx.runtime.agent.models.get("planner")
@@ -84,8 +124,7 @@ def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
         state = ("**Test-time learning is paused.** Signals keep queueing; no rollouts and no Planner updates "
                  "happen until it is resumed.")
     elif not _worker_alive(ctx):
-        state = ("**Test-time learning is on, but its worker is not running** (it stopped or was never started); "
-                 "signals queue until the app is restarted. See the last error and the server log.")
+        state = f"**Test-time learning is on, but the learner is not running.** {_what_waits(ctx)}"
     else:
         state = "**Test-time learning is on.** The Planner learns in the background; answering never waits for it."
     canary = f", canary reward {current.canary_reward:.3f}" if current and current.canary_reward is not None else ""
@@ -103,6 +142,7 @@ def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
         f"is promoted only if its canary reward is at least the current one's"
         + (f" minus {settings.canary_tolerance:g}" if settings.canary_tolerance else ""),
         f"- Unsupervised learning from questions without feedback: {'on' if settings.unsupervised else 'off'}",
+        _memory_line(ctx),
         f"- Last error: {esc(s.last_error) if s.last_error else 'none'}",
     ]
     if ctx.users is not None and not ctx.is_admin(request):
@@ -174,9 +214,7 @@ def queue_view(ctx: AppContext, request: gr.Request | None) -> tuple[str, list[l
     whose = "in all namespaces" if everything else "from you"
     text = f"**{len(items)}** feedback items {whose} are in the queue ({esc(ctx.queue.where)})."
     if ctx.learner is not None and _sees_everything(ctx, request):
-        unread = ctx.queue.untaken_count()
-        text += (" The learner has taken everything queued in all namespaces." if not unread else
-                 f" {unread} queued entr{'ies' if unread != 1 else 'y'} in all namespaces wait for the learner to take them.")
+        text += " " + _what_waits(ctx)
     elif ctx.learner is None:
         text += " Nothing reads them while test-time learning is off."
     if _sees_everything(ctx, request):

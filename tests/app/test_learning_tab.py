@@ -113,14 +113,16 @@ def test_status_versions_signals_and_admin_only_controls(learning_runtime, learn
     assert [row[1] for row in alice.signals] == ["alice"] and alice.signals[0][3] == QUESTION
     assert alice.signals[0][4] == "v0000" and alice.signals[0][6].endswith("/2")
     assert sorted(row[1] for row in admin.signals) == ["alice", "bob"]
-    assert "learner has taken everything queued" in admin.queue_text and "learner has taken" not in alice.queue_text
+    # Nothing waits, and the view does not pretend a learner runs to take what comes (its thread was never started).
+    assert "0 signals wait; the learner is not running: its thread is not running" in admin.queue_text
+    assert "learner" not in alice.queue_text
 
     # Only an admin steers the shared Planner.
     assert alice.controls_visible is False and admin.controls_visible is True
     assert "Only an admin" in pause_learning(ctx, as_user("alice"))[0] and not learner.status().paused
     message, status = pause_learning(ctx, as_user("root"))
     assert message.startswith("⏸️ Paused") and "Test-time learning is paused" in status and learner.status().paused
-    assert "is paused" in learning_state_line(ctx)
+    assert "the learner is not running: see Learning" in learning_state_line(ctx)  # paused, its thread never started
     message, status = resume_learning(ctx, as_user("root"))
     assert message.startswith("▶️ Resumed") and "paused" not in status.split("\n")[0] and not learner.status().paused
 

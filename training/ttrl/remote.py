@@ -3,13 +3,14 @@
 It offers the Learning view and the research page what the in-process TestTimeLearner does (status,
 pending counts, recent signals, pause, resume, roll back), read from and written to the learner's
 lease row and the learning queue in the database, and the shared learning folder for versions. A
-version the worker promotes is loaded by each app process before its next question (`sync`).
+version the worker promotes is loaded by each app process before its next question (`sync`). A
+worker this app started is watched by a WorkerSupervisor: how it ended is the status's last error,
+and it is restarted with backoff.
 """
 
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 import threading
 import time
@@ -21,6 +22,7 @@ from backend.feedback_queue import FeedbackQueue
 from memory_db import LearnerLease
 from training.ttrl.learner import LearnerStatus
 from training.ttrl.signals import queued_signals
+from training.ttrl.supervisor import WorkerSupervisor
 from training.ttrl.versions import Version, VersionStore
 
 log = logging.getLogger(__name__)
@@ -32,7 +34,8 @@ RENEW_S = 5.0  # a running question renews its notice this often
 class RemoteLearner:
     def __init__(self, settings: LearningConfig, *, lease: LearnerLease, queue: FeedbackQueue, root: Path,
                  on_promote: Callable[[Version], None] | None = None,
-                 process: subprocess.Popen | None = None) -> None:
+                 process: WorkerSupervisor | None = None) -> None:
+        """`process`: the worker process this app started, under its supervisor (None: an external worker)."""
         self.settings, self.lease, self.queue = settings, lease, queue
         self.root = Path(root)
         self.versions = VersionStore(self.root)
@@ -48,9 +51,17 @@ class RemoteLearner:
     @property
     def running(self) -> bool:
         """Whether a worker holds the lease (and, when this app started it, that it is alive)."""
-        if self.process is not None and self.process.poll() is not None:
+        if self.process is not None and not self.process.alive:
             return False
         return self.lease.read().alive
+
+    def why_not_running(self) -> str:
+        """Why no worker runs, as the rest of a sentence ("it was killed ... at 21:40; restarting in 60 s")."""
+        if self.process is None:
+            return "no worker holds the learner lease; start one with `python -m training ttrl worker`"
+        if self.process.alive:
+            return "it is starting (it takes the learner lease before it loads the models)"
+        return self.process.state_sentence() or "it has ended; the server log says why"
 
     def _published(self) -> dict:
         return self.lease.read().status or {}
@@ -60,16 +71,20 @@ class RemoteLearner:
         published = (state.status or {}).get("status") or {}
         versions = self.versions.all()
         activity = published.get("activity") or (state.status or {}).get("activity") or "no worker has reported yet"
-        if not state.alive:
-            activity = ("the worker is not running" + (f" (it exited with code {self.process.returncode})"
-                        if self.process is not None and self.process.poll() is not None else ""))
+        running = self.running
+        if not running:
+            activity = f"the worker is not running: {self.why_not_running()}"
+        last_error = published.get("last_error", "")
+        exited = self.process.last_exit if self.process is not None else None
+        if exited is not None and (not running or not last_error):  # how it ended, unless a newer worker said more
+            last_error = f"The learner worker {exited.cause} at {exited.when}."
         return LearnerStatus(
             enabled=self.settings.enabled, paused=state.paused, activity=activity,
             pending=int(published.get("pending", 0)), batch=int(published.get("batch", 0)),
             signals_per_update=self.settings.signals_per_update,
             budget_left=int(published.get("budget_left", self.settings.rollouts_per_hour)),
             rollouts_per_hour=self.settings.rollouts_per_hour, current_version=self.versions.current().number,
-            versions=versions, last_error=published.get("last_error", ""),
+            versions=versions, last_error=last_error,
             updates_running=bool(published.get("updates_running", False)),
         )
 
@@ -88,7 +103,10 @@ class RemoteLearner:
         self.lease.set_paused(True)
 
     def resume(self) -> None:
+        """Resume learning; a worker this app gave up restarting is started again."""
         self.lease.set_paused(False)
+        if self.process is not None:
+            self.process.resume()
 
     def wake(self) -> None:
         """The worker polls the queue every ttrl.poll_seconds; nothing to do here."""
@@ -140,26 +158,14 @@ class RemoteLearner:
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop the worker this app started (an external worker is left running)."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            self.process.stop(timeout)
 
 
-def start_worker_process(*, nice: int, config_path: str | None, log_path: Path) -> subprocess.Popen:
-    """`python -m training ttrl worker`, nice'd, its output in `log_path`; it reads the same
-    configuration (MIA_CONFIG and the environment are inherited)."""
+def start_worker_process(*, nice: int, config_path: str | None, log_path: Path) -> WorkerSupervisor:
+    """`python -m training ttrl worker`, nice'd, its output in `log_path`, supervised; it reads the
+    same configuration (MIA_CONFIG and the environment are inherited)."""
     command = [sys.executable, "-m", "training", "ttrl", "worker", "--nice", str(nice), "--quiet"]
     if config_path:
         command += ["--config", str(config_path)]
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    output = open(log_path, "ab")
-    try:
-        return subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=Path(__file__).resolve().parents[2])
-    finally:
-        output.close()
+    return WorkerSupervisor(command, log_path=log_path, cwd=Path(__file__).resolve().parents[2]).start()
