@@ -5,7 +5,6 @@ are scaled down so that small crafted files cross them."""
 
 from __future__ import annotations
 
-import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,41 +15,7 @@ from backend.documents import DocumentStore
 from backend.runtime import document_store
 
 from .conftest import PDF_PAGES, needs_tesseract, write_pdf
-
-
-def write_blank_image_pdf(path: Path, pages: int) -> Path:
-    """A PDF of `pages` pages that are each one blank picture: no text for OCR to find."""
-    from PIL import Image
-
-    blank = [Image.new("L", (1000, 400), 255) for _ in range(pages)]
-    blank[0].save(path, "PDF", resolution=150, save_all=True, append_images=blank[1:])
-    return path
-
-
-def write_long_docx(path: Path, paragraphs: int) -> Path:
-    import docx
-
-    document = docx.Document()
-    for number in range(paragraphs):
-        document.add_paragraph(f"Paragraph {number} of a long report on the harbour's accounts and its ships.")
-    document.save(str(path))
-    return path
-
-
-def write_docx_bomb(path: Path, paragraphs: int) -> Path:
-    """A small DOCX whose document.xml unpacks to `paragraphs` repeated paragraphs (about 50 bytes each),
-    well under the 300 MB a DOCX may unpack to."""
-    import docx
-
-    docx.Document().save(str(path))
-    with zipfile.ZipFile(path) as archive:
-        parts = {member.filename: archive.read(member.filename) for member in archive.infolist()}
-    body = "<w:p><w:r><w:t>word word word word</w:t></w:r></w:p>" * paragraphs
-    parts["word/document.xml"] = parts["word/document.xml"].replace(b"<w:body>", b"<w:body>" + body.encode(), 1)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
-        for name, data in parts.items():
-            archive.writestr(name, data)
-    return path
+from .crafted_files import write_blank_image_pdf, write_docx_bomb, write_long_docx
 
 
 def budgeted(tmp_path, **limits) -> DocumentStore:
