@@ -396,7 +396,7 @@ class EpisodeLoop:
         session.start(question, [], caption)
         search = session.search_tool()
         found = ""
-        for query in evidence_queries(question, taught.answer) if search is not None else []:
+        for query in evidence_queries(question, taught.answer, taught.evidence) if search is not None else []:
             yield from session.search(search.name, query)
             found = stating_sentence(taught.answer, question, session.passages)
             if found:

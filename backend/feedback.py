@@ -19,7 +19,7 @@ from backend.feedback_queue import FEEDBACK, FeedbackItem, FeedbackQueue, QueueW
 from backend.judge import CORRECT, INCORRECT, Judge
 from backend.replay import replay
 from backend.runlog import RunLog
-from backend.taught import THUMBS_UP, TYPED, find_evidence, taught_fields
+from backend.taught import THUMBS_UP, TYPED, evidence_in_run, find_evidence, taught_fields
 from backend.tools.base import Tool
 from memory_db import Memory, MemoryNotFoundError, MemoryStore, UnreadableMemoryError
 
@@ -55,6 +55,7 @@ class _RunFacts:
     verdict: str
     memory_id: str | None
     memories_used: list[str]
+    events: list
 
 
 def _facts_of(runlog: RunLog, namespace: str, run_id: str) -> _RunFacts:
@@ -64,7 +65,7 @@ def _facts_of(runlog: RunLog, namespace: str, run_id: str) -> _RunFacts:
         raise FeedbackError(f"Run {run_id!r} is not in your history; reopen the run from History and try again.") from None
     run = replay(events)
     facts = _RunFacts(run.question, run.answer, run.verdict.label if run.verdict else "",
-                      run.memory_stored.memory_id if run.memory_stored else None, run.memories_used)
+                      run.memory_stored.memory_id if run.memory_stored else None, run.memories_used, events)
     if not facts.question or not facts.verdict:
         raise FeedbackError("That run did not finish, so there is no answer to give feedback on; run the question again.")
     return facts
@@ -216,7 +217,9 @@ def submit_feedback(
         memories_used=facts.memories_used, feedback_id=uuid.uuid4().hex,
     )
     taught = taught_answer(item)
-    evidence = find_evidence(search, facts.question, taught[0]) if taught is not None and facts.memory_id else None
+    evidence = None
+    if taught is not None and facts.memory_id:
+        evidence = evidence_in_run(facts.events, facts.question, taught[0]) or find_evidence(search, facts.question, taught[0])
     try:
         queued = queue.submit(item, verdict_of(item, evidence))
     except QueueWriteError as exc:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from backend.answer_match import normalize_answer
+from backend.events import ToolCalled, ToolReturned
 from backend.evidence import closed_options, stating_sentence
 from backend.executor import named_phrases
 from backend.tools.base import Tool
@@ -118,11 +119,31 @@ def recall(store, question: str, namespace: str, *, min_similarity: float, capti
     return None
 
 
-def evidence_queries(question: str, answer: str) -> list[str]:
-    """Searches that look for where a source states `answer`: the question's names alone (a one-hop
-    answer stands in their page), then the answer beside them (the page of a second hop)."""
+def evidence_queries(question: str, answer: str, evidence: dict | None = None) -> list[str]:
+    """Searches that look for where a source states `answer`: the search that found it when it was
+    taught (`evidence`), the question's names alone (a one-hop answer stands in their page), then the
+    answer beside them (the page of a second hop)."""
     names = " ".join(named_phrases(question)) or question
-    return list(dict.fromkeys([names, f"{answer} {names}"]))
+    found = [evidence["query"]] if evidence and evidence.get("query") else []
+    return list(dict.fromkeys([*found, names, f"{answer} {names}"]))
+
+
+def evidence_in_run(events: list, question: str, answer: str) -> dict | None:
+    """Where the run's own searches brought back a sentence stating `answer`: {"query", "title",
+    "sentence"} of the first such search (its queries joined), or None."""
+    if closed_options(question):
+        return None
+    queries = ""
+    for event in events:
+        if isinstance(event, ToolCalled):
+            values = [v for v in event.arguments.values() if isinstance(v, (list, str))]
+            queries = " ".join(" ".join(map(str, v)) if isinstance(v, list) else v for v in values)
+        elif isinstance(event, ToolReturned) and event.ok:
+            stated = stating_sentence(answer, question, event.passages)
+            if stated and queries:
+                title, _, sentence = stated.partition(": ")
+                return {"query": queries, "title": title, "sentence": sentence}
+    return None
 
 
 def find_evidence(search: Tool | None, question: str, answer: str) -> dict | None:

@@ -148,3 +148,14 @@ def test_a_thumbs_up_teaches_the_answer_it_was_given(world):
     given = _answer(ask.ask(EIFFEL_REWORDED, [answer("Lyon")], NO_LESSON_JUDGE))
     assert given.text == "Paris" and given.taught["how"] == "thumbs up"
     assert "You confirmed this on" in event_to_text(given)
+
+
+def test_the_search_of_the_run_that_found_the_answer_confirms_it_next_time(world):
+    ask, store = world
+    festival = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+    first = ask.ask(festival, [call("search", query_list=["Fyre Festival"]), answer("Lisbon")], NO_LESSON_JUDGE)
+    outcome = ask.teach(first, thumbs="down", right_answer="Great Exuma")
+    assert any("found by searching 'Fyre Festival'" in line for line in outcome.changes), outcome.changes
+    given = _answer(ask.ask(festival, [answer("Lisbon")], NO_LESSON_JUDGE))
+    assert given.text == "Great Exuma" and given.taught["confirmed"] and ask.calls("executor") == 0
+    assert given.sources[0]["title"] == "Fyre Festival"
