@@ -15,6 +15,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -91,9 +93,11 @@ def load_gguf_tokenizer(gguf_path: Path):
 
 
 def prepare_embedded_model(cache_dir: Path, *, gguf_path: Path | None = None, progress: bool = True,
-                           dtype: str = "float32") -> Path:
+                           dtype: str = "float32", separate_process: bool = False) -> Path:
     """Return a transformers folder for the GGUF under `cache_dir`, its weights in `dtype` (one of
-    WEIGHT_DTYPES), converting it on first use."""
+    WEIGHT_DTYPES), converting it on first use. `separate_process`: convert in a child process, so
+    that a long-lived caller does not keep what dequantising took (its peak is about 1.6 times the
+    folder's bytes, and the allocator keeps much of it; benchmarks/learner_memory_bench.py)."""
     if dtype not in WEIGHT_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(WEIGHT_DTYPES)}, got {dtype!r}.")
     gguf_path = Path(gguf_path) if gguf_path is not None else default_gguf_path()
@@ -104,6 +108,8 @@ def prepare_embedded_model(cache_dir: Path, *, gguf_path: Path | None = None, pr
     target = cache_dir / name
     if read_manifest(target) is not None:
         return target
+    if separate_process:
+        return _prepare_in_child(cache_dir, gguf_path, dtype, progress)
     cache_dir.mkdir(parents=True, exist_ok=True)
     temp_dir = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{name}-", dir=cache_dir))
     try:
@@ -120,6 +126,22 @@ def prepare_embedded_model(cache_dir: Path, *, gguf_path: Path | None = None, pr
         shutil.rmtree(temp_dir, ignore_errors=True)
         raise
     return target
+
+
+def _prepare_in_child(cache_dir: Path, gguf_path: Path, dtype: str, progress: bool) -> Path:
+    code = ("import sys; from pathlib import Path; from backend.llm.gguf_import import prepare_embedded_model; "
+            "print(prepare_embedded_model(Path(sys.argv[1]), gguf_path=Path(sys.argv[2]), dtype=sys.argv[3], "
+            "progress=sys.argv[4] == 'progress'))")
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(cache_dir), str(gguf_path), dtype, "progress" if progress else "quiet"],
+        cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    if done.returncode:
+        said = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "no message")
+        raise LLMError(f"Preparing {gguf_path.name} as a {dtype} transformers folder failed ({said.strip()}).")
+    if progress:
+        sys.stderr.write(done.stderr)
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def _convert(gguf_path: Path, out_dir: Path, *, dtype: str, progress: bool) -> None:

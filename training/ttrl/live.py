@@ -68,7 +68,7 @@ def planner_base_dir(config: Config) -> Path:
         return source
     require_memory(learner_need(source, config.ttrl.weights_dtype))  # before minutes of dequantising
     return prepare_embedded_model(config.model_cache_dir, gguf_path=source, progress=False,
-                                  dtype=config.ttrl.weights_dtype)
+                                  dtype=config.ttrl.weights_dtype, separate_process=True)
 
 
 def gguf_adapter_for(version: Version, base_gguf: Path) -> Path:

@@ -134,3 +134,17 @@ def test_the_parameter_count_is_read_from_the_tensor_infos(tiny_gguf):
     assert read_gguf_parameter_count(gguf_path) == source_model.num_parameters()
     packaged = default_gguf_path()  # a quantised GGUF: counted in weights, not in bytes
     assert read_gguf_parameter_count(packaged) == sum(int(t.n_elements) for t in gguf.GGUFReader(str(packaged)).tensors)
+
+
+def test_a_separate_process_prepares_the_same_folder_and_reports_its_failure(tiny_gguf, tmp_path):
+    """The learner dequantises in a child process, so its own memory does not keep the conversion's peak."""
+    gguf_path, source_model = tiny_gguf
+    folder = prepare_embedded_model(tmp_path, gguf_path=gguf_path, progress=False, dtype="bfloat16",
+                                    separate_process=True)
+    assert folder == tmp_path / "tiny-random.F32.bfloat16" and read_manifest(folder)["dtype"] == "bfloat16"
+    assert EmbeddedChatModel(folder, dtype=torch.bfloat16).model.num_parameters() == source_model.num_parameters()
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 12)
+    with pytest.raises(LLMError, match=r"Preparing broken.gguf as a bfloat16 transformers folder failed \(.+\)"):
+        prepare_embedded_model(tmp_path / "cache", gguf_path=broken, progress=False, dtype="bfloat16",
+                               separate_process=True)
