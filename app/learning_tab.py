@@ -145,6 +145,8 @@ def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
         _memory_line(ctx),
         f"- Last error: {esc(s.last_error) if s.last_error else 'none'}",
     ]
+    if s.quarantined and _sees_everything(ctx, request):  # the rows' reasons quote what was queued
+        lines.append(f"- ⚠️ {esc(s.quarantined)} (kept in the queue, never read again; the rows after them are learned)")
     if ctx.users is not None and not ctx.is_admin(request):
         lines += ["", "The Planner is shared by every user, so only an admin can pause, resume or roll it back."]
     return "\n".join(lines)

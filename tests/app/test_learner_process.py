@@ -9,6 +9,7 @@ import threading
 import time
 from dataclasses import replace
 from datetime import datetime
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,6 +22,7 @@ from backend.config import load_config
 from backend.feedback import FeedbackQueue, submit_feedback
 from backend.judge import Judge
 from tests.app.conftest import make_runtime
+from tests.app.test_learning_tab import users
 from tests.conftest import worker_config_file
 from training.ttrl import Signal
 from training.ttrl.remote import RemoteLearner
@@ -226,3 +228,16 @@ def test_the_learning_view_says_the_worker_was_killed_and_when_it_restarts(learn
         assert "- Memory: training the Planner needs about " in status and " GB is free on this machine now" in status
     finally:
         stop_while_waiting(supervisor, backoff)
+
+
+def test_the_learning_view_shows_the_queue_rows_a_worker_quarantined(learning_runtime, tmp_path):
+    rt = learning_runtime
+    lease = rt.store.learner_lease()
+    fence = lease.acquire("worker-elsewhere")  # an external worker publishes its learner's status
+    note = "1 queue row quarantined: entry 17, 'question' is not text"
+    lease.heartbeat(fence, {"status": {"activity": "idle", "pending": 0, "quarantined": note}})
+    remote = RemoteLearner(rt.config.ttrl, lease=lease, queue=FeedbackQueue(rt.store), root=tmp_path / "ttrl")
+    assert remote.running and remote.status().quarantined == note
+    admin = AppContext(rt, users=users(), learner=remote)
+    assert f"⚠️ {note} (kept in the queue" in load_learning(admin, SimpleNamespace(username="root"))[0]
+    assert "quarantined" not in load_learning(admin, SimpleNamespace(username="alice"))[0]

@@ -86,6 +86,7 @@ class RemoteLearner:
             rollouts_per_hour=self.settings.rollouts_per_hour, current_version=self.versions.current().number,
             versions=versions, last_error=last_error,
             updates_running=bool(published.get("updates_running", False)),
+            quarantined=str(published.get("quarantined", "")),
         )
 
     def pending_count(self, namespace: str | None = None) -> int:
