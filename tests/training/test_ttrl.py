@@ -303,6 +303,19 @@ def test_budget_holds_signals_back(make_learner):
     assert learner.status().pending == 1
 
 
+def test_a_signal_waits_while_memory_is_short_and_is_learned_once_it_is_free(make_learner, monkeypatch):
+    from training.ttrl import memory_fit
+
+    learner = make_learner()
+    learner.submit(Signal(QUESTIONS[0][0], "ground_truth", "alice", QUESTIONS[0][1], "stream"))
+    monkeypatch.setattr(memory_fit, "free_memory_bytes", lambda root=None: 1)  # a machine with no memory free
+    assert learner.work_once() == "memory"
+    status = learner.status()
+    assert status.pending == 1 and "Test-time learning needs" in status.last_error and "The signal waits" in status.last_error
+    monkeypatch.undo()
+    assert learner.work_once() == "processed" and learner.status().pending == 0
+
+
 def test_pending_signals_and_the_batch_survive_a_restart(make_learner):
     learner = make_learner(signals_per_update=3)
     for question, answer in QUESTIONS[:2]:

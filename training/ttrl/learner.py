@@ -54,6 +54,7 @@ from training.policy import LoraSettings, PolicyChatModel, TurnSample
 from training.ttrl.budget import RolloutBudget
 from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
 from training.ttrl.gate import GatedModel, YieldGate
+from training.ttrl.memory_fit import NotEnoughMemory, learner_need, require_memory
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
 from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
@@ -326,7 +327,7 @@ class TestTimeLearner:
                 log.exception("test-time learning worker")
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 outcome = "idle"
-            if outcome in ("idle", "paused", "budget"):
+            if outcome in ("idle", "paused", "budget", "memory"):
                 self._wake.wait(self.settings.poll_seconds)
                 self._wake.clear()
 
@@ -416,7 +417,8 @@ class TestTimeLearner:
             self.pending.append(signal)
 
     def work_once(self) -> str:
-        """One unit of work: 'paused', 'idle', 'budget' (waiting for the hourly budget) or 'processed'."""
+        """One unit of work: 'paused', 'idle', 'budget' (waiting for the hourly budget), 'memory'
+        (waiting for the memory its weights need; the signal stays pending) or 'processed'."""
         if self.paused or not self.settings.enabled:
             self.activity = "paused" if self.paused else "switched off"
             return "paused"
@@ -435,6 +437,10 @@ class TestTimeLearner:
             outcome = self.process(signal)
         except LeaseLost:
             raise
+        except NotEnoughMemory as exc:  # the machine, not the signal: it waits, and learning tries again
+            self.last_error = f"{exc} The signal waits; learning tries again every {self.settings.poll_seconds:.0f} s."
+            self.activity = "waiting for the free memory learning needs"
+            return "memory"
         except Exception as exc:  # one bad signal must not stop learning; it is logged and dropped
             log.exception("test-time learning failed on %r", signal.question)
             self.last_error = f"{type(exc).__name__}: {exc} (question: {signal.question[:80]!r}; skipped)"
@@ -469,8 +475,6 @@ class TestTimeLearner:
         if self._policy is not None and self.versions.current().number != self._policy_version:
             self._policy, self._optimizer = None, None  # rolled back from another process (the app)
         if self._policy is None:
-            from training.ttrl.memory_fit import learner_need, require_memory
-
             current = self.versions.current()
             base_dir = self.planner_base_dir()
             require_memory(learner_need(base_dir, self.settings.weights_dtype))  # NotEnoughMemory says what is free
