@@ -8,7 +8,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from backend.eval.losses import CAUSES, LossBreakdown, loss_breakdown, read_labels
+from backend.eval.losses import CAUSES, HOP_CAUSES, LossBreakdown, loss_breakdown, read_labels
 from backend.eval.metrics import rolling_accuracy, running_accuracy
 from backend.eval.report import METRICS_HEADER, file_digest, metrics_table_row, rows_in_scope, summarize, with_first_answer
 from backend.eval.results import EvalRow, ResultsFile
@@ -126,6 +126,11 @@ def loss_table(breakdowns: list[tuple[str, LossBreakdown]], *, labelled: bool) -
         if labelled:
             cells.append(f"{b.false_passes} of {b.labelled_passes} labelled")
         lines.append("| " + " | ".join(cells) + " |")
+    by_hop = [(label, b) for label, b in breakdowns if b.hop_causes]
+    if by_hop:
+        lines += ["", "Misses of plans of sub-questions on bridge questions, by the hop that went wrong:", "",
+                  "| evaluation | " + " | ".join(HOP_CAUSES) + " |", "|" + "---|" * (len(HOP_CAUSES) + 1)]
+        lines += ["| " + " | ".join([label, *(str(b.hop_causes[c]) for c in HOP_CAUSES)]) + " |" for label, b in by_hop]
     return lines
 
 

@@ -10,6 +10,11 @@ Each miss gets one cause, the first that applies:
                             returned gold paragraph was in front of the model as it answered
                             (the answer event's `read_from`; "not recorded" for older run logs)
   gold unknown              the question file names no supporting paragraphs
+
+A miss of a plan of sub-questions (agent.plan_shape = "subquestions") on a bridge question (one of
+its two supporting paragraphs is not named in the question: the bridge page, whose paragraph states
+the answer) also gets the hop where it went wrong (`hop_cause`): the first hop's answer was not the
+bridge page, the bridge page never came back, or it came back and the last hop read it wrong.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backend.answer_match import normalize_answer
+from backend.answer_match import answer_contains, normalize_answer
 from backend.config import REPO_ROOT
 from backend.eval.results import EvalRow
 from backend.eval.spec import logged_events
-from backend.events import AnswerReady, Event, ToolReturned
+from backend.events import AnswerReady, Event, HopAnswered, ToolReturned
 from backend.judge import answer_problem
 
 FAILED = "run failed"
@@ -36,6 +41,10 @@ NOT_READ_UNRECORDED = "gold retrieved, not read: what the model saw not recorded
 GOLD_UNKNOWN = "gold unknown"
 CLOSED_ANSWERS = {"", "yes", "no"}
 CAUSES = (FAILED, JUDGE_ERROR, NO_ANSWER, NO_GOLD, NOT_READ_SHOWN, NOT_READ_HIDDEN, NOT_READ_UNRECORDED, GOLD_UNKNOWN)
+HOP1_WRONG = "first hop's answer not the bridge page"
+BRIDGE_MISSED = "bridge page never retrieved"
+LAST_HOP_MISREAD = "bridge page retrieved, last hop read wrong"
+HOP_CAUSES = (HOP1_WRONG, BRIDGE_MISSED, LAST_HOP_MISREAD)
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class Retrieval:
     titles: frozenset[str]
     texts: tuple[str, ...]
     read_from: frozenset[str]
+    hops: tuple[HopAnswered, ...] = ()  # each hop's last research (a redone hop counts as redone)
 
 
 @dataclass
@@ -55,6 +65,7 @@ class LossBreakdown:
     all_gold_retrieved: int = 0  # misses for which every supporting paragraph was returned
     labelled_passes: int = 0  # passes a hand label covers
     false_passes: int = 0  # of those, the label says wrong: accuracy is overstated by these
+    hop_causes: Counter = field(default_factory=Counter)  # misses of hop plans on bridge questions, by hop
 
 
 def supporting_titles(data_file: Path | str) -> dict[str, frozenset[str]]:
@@ -106,11 +117,27 @@ def run_retrieval(eval_dir: Path, namespace: str, run_id: str) -> Retrieval | No
         return None
     passages = returned_passages(events)
     answers = [e for e in events if isinstance(e, AnswerReady)]
+    last_hops = {e.number: e for e in events if isinstance(e, HopAnswered)}
     return Retrieval(
         titles=frozenset(p.get("title", "") for p in passages),
         texts=tuple(p.get("text") or "" for p in passages),
         read_from=frozenset(answers[-1].read_from) if answers else frozenset(),
+        hops=tuple(last_hops[n] for n in sorted(last_hops)),
     )
+
+
+def hop_cause(question: str, gold_titles: frozenset[str] | None, retrieval: Retrieval | None) -> str | None:
+    """Where a hop plan lost a bridge question (HOP_CAUSES), or None: no plan of two hops or more, or
+    not a bridge question (both supporting paragraphs named in the question: a comparison)."""
+    if not gold_titles or retrieval is None or len(retrieval.hops) < 2:
+        return None
+    bridge = [t for t in gold_titles if not answer_contains(question, t)]
+    if len(bridge) != 1:
+        return None
+    first = retrieval.hops[0].answer
+    if not first or not (answer_contains(first, bridge[0]) or answer_contains(bridge[0], first)):
+        return HOP1_WRONG
+    return LAST_HOP_MISREAD if bridge[0] in retrieval.titles else BRIDGE_MISSED
 
 
 def read_labels(paths: list[Path]) -> dict[tuple[str, str], bool]:
@@ -158,6 +185,9 @@ def loss_breakdown(eval_dir: Path, manifest: dict, rows: list[EvalRow],
         retrieval = run_retrieval(eval_dir, manifest["namespace"], row.run_id) if row.run_id else None
         cause = miss_cause(row, gold.get(row.id), retrieval, label)
         breakdown.causes[cause] += 1
+        by_hop = hop_cause(row.question, gold.get(row.id), retrieval)
+        if by_hop is not None:
+            breakdown.hop_causes[by_hop] += 1
         if cause.startswith("gold retrieved"):
             breakdown.all_gold_retrieved += gold[row.id] <= retrieval.titles
             gold_answer = normalize_answer(row.gold)

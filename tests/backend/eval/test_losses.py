@@ -87,3 +87,44 @@ def test_hand_labels_turn_a_miss_into_a_judge_error_and_count_false_passes(tmp_p
     assert "1 of 1 labelled |" in text
     # Paired with itself: no discordant question, p = 1, a zero difference.
     assert "| mia (cold) | 8 | 1 | 0 | 0 | +0.0 pts | +0.0 to +0.0 | 1.000 |" in text
+
+
+def test_a_hop_plans_miss_on_a_bridge_question_names_the_hop_that_went_wrong(tmp_path):
+    from backend.events import HopAnswered
+
+    folder = tmp_path / "eval"
+    question = "Where was the music festival Billy McFarland was charged for supposed to take place?"
+    gold = ["Billy McFarland", "Fyre Festival"]  # the festival's page is the bridge: the question does not name it
+    data = tmp_path / "dev.jsonl"
+    data.write_text("".join(json.dumps({"id": q, "question": question, "answer": "Great Exuma",
+                                        "supporting_facts": {"title": gold, "sent_id": [0, 0]}}) + "\n"
+                            for q in ("q1", "q2", "q3", "q4")), encoding="utf-8")
+    runlog = RunLog(folder / "runs")
+    fyre = {"title": "Fyre Festival", "text": "It was to take place on Great Exuma."}
+    billy = {"title": "Billy McFarland", "text": "Billy McFarland founded Fyre Media."}
+    runs = {  # (first hop's answer, passages returned, final answer); q4 was redone: its last first hop counts
+        "q1": (["Fyre Media"], [billy], "Nassau"),
+        "q2": (["Fyre Festival"], [billy], "Nassau"),
+        "q3": (["Fyre Festival"], [billy, fyre], "Nassau"),
+        "q4": (["Lisbon", "Fyre Festival"], [billy, fyre], "Nassau"),
+    }
+    results = ResultsFile(folder / ROWS_FILE)
+    for number, (qid, (firsts, passages, answer)) in enumerate(runs.items(), 1):
+        run_id = f"run-{qid}"
+        runlog.append(NAMESPACE, RunStarted(run_id, question=question, namespace=NAMESPACE))
+        runlog.append(NAMESPACE, ToolReturned(run_id, turn=1, name="search", ok=True, content="", passages=passages))
+        for first in firsts:
+            runlog.append(NAMESPACE, HopAnswered(run_id, turn=1, number=1, template="t", question="q", answer=first))
+        runlog.append(NAMESPACE, HopAnswered(run_id, turn=2, number=2, template="t", question="q", answer=answer))
+        runlog.append(NAMESPACE, AnswerReady(run_id, text=answer, read_from=[p["title"] for p in passages]))
+        results.append(EvalRow(index=number, id=qid, question=question, gold="Great Exuma", answer=answer,
+                               verdict="incorrect", judge_method="", correct=False, em=0.0, f1=0.0, llm_calls=1,
+                               prompt_tokens=1, completion_tokens=1, tool_calls=1, wall_seconds=1, llm_seconds=1,
+                               tool_seconds=0, other_seconds=0, harness_seconds=1, memories_used=0, run_id=run_id))
+    manifest = {"label": "mia (hops)", "method": "mia", "namespace": NAMESPACE, "data": str(data), "limit": None,
+                "warm_from": None, "warm_limit": None}
+    (folder / "eval.json").write_text(json.dumps(manifest), encoding="utf-8")
+    b = losses.loss_breakdown(folder, manifest, ResultsFile(folder / ROWS_FILE).read())
+    assert b.hop_causes == {losses.HOP1_WRONG: 1, losses.BRIDGE_MISSED: 1, losses.LAST_HOP_MISREAD: 2}
+    text = compare([folder], tmp_path / "cmp").read_text(encoding="utf-8")
+    assert "| mia (hops) | 1 | 1 | 2 |" in text
