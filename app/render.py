@@ -566,7 +566,11 @@ class RunTranscript:
             title = "🗺️ Plan" if item.revision == 0 else f"🗺️ Supplementary plan (after reflection {item.revision})"
             first = f": {h(_clip(item.steps[0], 90))}" if item.steps else ""
             more = f" (+{len(item.steps) - 1} more)" if len(item.steps) > 1 else ""
-            body = "<ol>" + "".join(f"<li>{h(s)}</li>" for s in item.steps) + "</ol>"
+            answered = {hop.number: hop for hop in self.run.hops} if item.revision == 0 else {}
+            if answered:
+                title = "🧩 Plan of sub-questions"
+            body = "<ol>" + "".join(f"<li>{h(s)}{self._hop_answer(answered.get(i))}</li>"
+                                    for i, s in enumerate(item.steps, 1)) + "</ol>"
             if item.recovered:
                 body += f'<p class="recovery">⚠️ Recovery: {h(item.recovered)}</p>'
             if item.planner_model:
@@ -604,6 +608,14 @@ class RunTranscript:
             icon, text = item
             return f'<div class="entry note">{h(icon)} {h(text)}</div>'
         return ""
+
+    @staticmethod
+    def _hop_answer(hop: HopAnswered | None) -> str:
+        """' → answer (the page that states it)' for a sub-question of the plan, once it is researched."""
+        if hop is None:
+            return ""
+        source = hop.sentence.partition(": ")[0] if hop.sentence else "no retrieved sentence states it"
+        return f' → <b>{h(hop.answer or "(no answer)")}</b> <span class="muted">({h(source)})</span>'
 
     @staticmethod
     def _forced(answer: AnswerReady) -> str:

@@ -66,7 +66,9 @@ def test_each_hop_is_searched_and_read_on_its_own_with_the_earlier_answer_filled
     assert answer.text == "Great Exuma" and answer.sources
     assert not any(isinstance(e, ReflectionDecided) for e in events)  # every hop is stated: nothing to redo
     assert "hop 2" in event_to_text(hops[1]).lower() and "Great Exuma" in event_to_text(hops[1])
-    assert replay(events).hops == hops and "🧩 Hop 2" in transcript_of(events).trace_html()
+    trace = transcript_of(events).trace_html()
+    assert replay(events).hops == hops and "🧩 Hop 2" in trace
+    assert "🧩 Plan of sub-questions" in trace and "→ <b>Fyre Festival</b>" in trace  # each sub-question with its answer
 
     stored = ask.store.get(next(e for e in events if isinstance(e, MemoryStored)).memory_id, namespace="alice")
     assert [h["answer"] for h in stored.provenance["decomposition"]] == ["Fyre Festival", "Great Exuma"]
