@@ -21,7 +21,7 @@ from backend.events import (AnswerReady, Event, ExecutorThought, HopAnswered, Re
                             ToolReturned)
 from backend.llm.base import ChatModel, Completion
 from backend.metering import RunMeter
-from backend.planner import is_search_step
+from backend.planner import is_search_step, search_query
 from backend.prompts import executor as prompts
 from backend.hops import Hop
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
@@ -520,7 +520,8 @@ class ExecutorSession:
     def _unsearched_query(self, question: str) -> str:
         """The question, then the names in it, then each plan step: the first not searched yet (or None)."""
         done = self.searched_queries()
-        for candidate in [question, *named_phrases(question), *self.plan_steps]:
+        plan_queries = [query for query in map(search_query, self.plan_steps) if query]
+        for candidate in [question, *named_phrases(question), *plan_queries]:
             candidate = clean_query(candidate)
             if candidate and candidate.lower() not in done:
                 return candidate

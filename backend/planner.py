@@ -78,6 +78,21 @@ def is_search_step(step: str) -> bool:
     return step.lower().startswith(("search", "find", "look", "locate", "retrieve", "research"))
 
 
+_SEARCH_OPENING = re.compile(
+    r"^(?:search|find|look|locate|retrieve|research)(?:\s+(?:up|for|on|about|into|the web for))*"
+    r"(?:\s+(?:information|info|details|data|facts|records)(?:\s+(?:on|about|regarding|of))?)?\s+", re.IGNORECASE)
+
+
+def search_query(step: str) -> str | None:
+    """What a search step of a plan asks to look up, as a query ("Search for information on X's
+    charges." -> "X's charges"); None for a step that is not a search (an inference, a cross-check, a
+    synthesis): its prose is no query."""
+    if not is_search_step(step):
+        return None
+    query = _SEARCH_OPENING.sub("", step.strip(), count=1).rstrip(" .")
+    return query or None
+
+
 class Planner:
     def __init__(self, model: ChatModel, *, max_new_tokens: int = 160) -> None:
         self.model = model

@@ -1,4 +1,6 @@
-from backend.planner import parse_steps
+import pytest
+
+from backend.planner import parse_steps, search_query
 from backend.prompts.manager import format_memories
 
 
@@ -49,3 +51,38 @@ def test_cases_block_shows_plans_and_outcomes():
         "1. Q: Q1 Plan: 1. Search A 2. Search B Outcome: right answer",
         "2. Q: Q2 Plan: (none) Outcome: wrong answer",
     ]
+
+
+# Steps of plans Qwen2.5-Coder-1.5B wrote for `train` questions (a teach-and-retest run's logs).
+QWEN_TRAIN_STEPS = {
+    "Search for information on Billy McFarland's alleged wire fraud charges.": "Billy McFarland's alleged wire fraud charges",
+    "Identify the specific music festival mentioned in the charges.": None,
+    "Cross-check the information with other reliable sources to ensure accuracy.": None,
+    "Synthesize the findings to answer the question.": None,
+    "Search for historical records and documents related to Alexander Kerensky's defeat and destruction by the "
+    "Bolsheviks.": "historical records and documents related to Alexander Kerensky's defeat and destruction by the Bolsheviks",
+    'Search for information on both "Hey Pa! There\'s a Goat on the Roof" and "Poleconomy".':
+        'both "Hey Pa! There\'s a Goat on the Roof" and "Poleconomy"',
+    "Compare the features, benefits, and drawbacks of each product.": None,
+    "Synthesize the findings to determine which product came to market first.": None,
+}
+
+
+@pytest.mark.parametrize("step", list(QWEN_TRAIN_STEPS))
+def test_only_a_search_step_becomes_a_query_and_without_its_opening(step):
+    assert search_query(step) == QWEN_TRAIN_STEPS[step]
+
+
+def test_the_executor_never_sends_a_plan_step_that_is_not_a_search_as_a_query(shared_tools, scripted_model_class):
+    from backend.executor import ExecutorSession
+    from backend.metering import RunMeter
+
+    question = "What tariff per tonne does the notice of the Harbour of Vellmark state?"
+    session = ExecutorSession(scripted_model_class("executor"), shared_tools, RunMeter(), "run-1", guided=True)
+    session.start(question, ["Identify the text that states the landing tariff.",
+                             "Extract the numerical value from the text.", "Search for the Vellmark port tariffs."])
+    for query in (question, "Harbour of Vellmark"):
+        list(session.search("search", query))
+    assert session._unsearched_query(question) == "the Vellmark port tariffs"
+    list(session.search("search", "the Vellmark port tariffs"))
+    assert session._unsearched_query(question) is None  # the prose steps are never queries
