@@ -35,10 +35,12 @@ _NAME = re.compile(r"[A-Z][\w'’.-]*(?:\s+(?:(?:of|for|the|and|de|von|in|on)\s+
 
 
 def named_phrases(question: str) -> list[str]:
-    """Quoted titles and capitalised names in the question: the entities a search should look up."""
+    """Quoted titles and capitalised names in the question: the entities a search should look up (a
+    name inside a quoted title is part of that title, not a name of its own)."""
     quoted = re.findall(r'"([^"]{2,80})"', question)
+    outside = re.sub(r'"[^"]{2,80}"', '"', question)
     names = []
-    for match in _NAME.findall(question):
+    for match in _NAME.findall(outside):
         words = match.split()
         while words and words[0].lower() in _QUESTION_WORDS:
             words = words[1:]
@@ -518,7 +520,8 @@ class ExecutorSession:
         return step.arguments.get(argument) if argument else None
 
     def _unsearched_query(self, question: str) -> str:
-        """The question, then the names in it, then each plan step: the first not searched yet (or None)."""
+        """The question, then the names in it, then what each search step of the plan looks up: the
+        first not searched yet (or None). A step that is not a search is never sent as a query."""
         done = self.searched_queries()
         plan_queries = [query for query in map(search_query, self.plan_steps) if query]
         for candidate in [question, *named_phrases(question), *plan_queries]:

@@ -68,4 +68,7 @@ def test_named_phrases_are_the_entities_of_a_question():
     assert named_phrases('The band who released the debut album "Tinted Windows" had their first show where?') == [
         "Tinted Windows"
     ]
+    # a name inside a quoted title is part of the title, not a search of its own
+    assert named_phrases('Which came to market first, "Hey Pa! There\'s a Goat on the Roof" or "Poleconomy"') == [
+        "Hey Pa! There's a Goat on the Roof", "Poleconomy"]
     assert clean_query('  <query 1> "Tulsa"\\\\ ') == "Tulsa"
