@@ -39,7 +39,7 @@ class CorpusFiles:
     @classmethod
     def default(cls) -> CorpusFiles:
         return cls(
-            # demo.jsonl: the README's example question with its two gold paragraphs (search corpus only).
+            # demo.jsonl: the documentation's example question with its two gold paragraphs (search corpus only).
             hotpotqa=(HOTPOTQA_DIR / "train.jsonl", HOTPOTQA_DIR / "dev.jsonl", HOTPOTQA_DIR / "demo.jsonl"),
             vital_summaries=vital_summaries_path(),
         )
