@@ -68,10 +68,6 @@ def document_place(url: str | None) -> DocumentPlace | None:
     return DocumentPlace(collection=parts[0], file="/".join(parts[1:]), shared=shared, page=page, section=section)
 
 
-def is_document(passage: dict) -> bool:
-    return str(passage.get("source") or "").startswith("doc:") or document_place(passage.get("url")) is not None
-
-
 def source_label(passage: dict) -> str:
     """Where a passage or a citation comes from, in words: the document and its page, the wiki, the web."""
     place = document_place(passage.get("url"))

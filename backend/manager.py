@@ -17,6 +17,7 @@ from backend.answer_match import answer_contains, normalize_answer
 from backend.config import MemoryConfig
 from backend.evidence import closed_options, stating_sentence
 from backend.llm.base import ChatModel
+from backend.prompts.manager import classify_messages
 from backend.strategy import strategy_outline
 from backend.taught import taught_of
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
@@ -231,16 +232,7 @@ class Manager:
         by_wording = type_by_wording(question)
         if by_wording is not None:
             return by_wording
-        choice = self.model.choose(
-            [
-                {"role": "system", "content": "You classify questions by what they ask for."},
-                {
-                    "role": "user",
-                    "content": f"Question: {question}\nWhich type is it? Options: {', '.join(QUESTION_TYPES)}.",
-                },
-            ],
-            list(QUESTION_TYPES),
-        )
+        choice = self.model.choose(classify_messages(question, QUESTION_TYPES), list(QUESTION_TYPES))
         return choice.label if choice.label in QUESTION_TYPES else "others"
 
     def consolidate(
