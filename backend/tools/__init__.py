@@ -3,15 +3,16 @@
 `build_tools` assembles the set offered in one session: the local wiki `search` always (with the
 user's own documents beside the wiki when a document store is given: backend/documents), `web_search`
 and `visit` only when web access is enabled, `image_search` when there are images to search (the
-`mia-demo-images` package, when installed, plus the user's own folder).
+`mia-demo-images` package, when installed, plus the user's own folder), and tools of your own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backend.tools.base import Passage, Tool, ToolError, ToolResult, ToolSetupError, tool_prompt_lines
+from backend.tools.base import Passage, Tool, ToolError, ToolResult, ToolSetupError, schema_problems, tool_prompt_lines
 from backend.tools.image_index import ImageIndex, demo_images_dir
 from backend.tools.image_search import ImageSearchTool
 from backend.tools.search import WikiSearchTool
@@ -35,7 +36,10 @@ def build_tools(
     image_index_dir: Path | None = None,
     dense_in_background: bool = False,
     documents: DocumentStore | None = None,
+    extra: Iterable[Tool] = (),
 ) -> dict[str, Tool]:
+    """The research tools: the wiki search (with the user's documents), web search and page visits
+    when online, image search, and `extra` tools of your own; every tool's schema is checked here."""
     index = WikiIndex.load_or_build(Path(cache_dir), progress=progress, embedder=embedder,
                                     dense_in_background=dense_in_background)
     tools: list[Tool] = [WikiSearchTool(index, documents)]
@@ -47,4 +51,9 @@ def build_tools(
         if missing:
             raise ToolSetupError(f"image_index_dir {missing[0]} is not a folder; give a folder of images (and titles.json).")
         tools.append(ImageSearchTool(ImageIndex.load_or_build(image_folders, Path(cache_dir), progress=progress)))
+    tools += list(extra)
+    for tool in tools:
+        problems = schema_problems(tool.parameters)
+        if problems:
+            raise ToolSetupError(f"Tool {tool.name!r} has a parameters schema the tools cannot check: {'; '.join(problems)}.")
     return {tool.name: tool for tool in tools}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -116,20 +117,54 @@ def argument_problems(parameters: dict, arguments: Any) -> list[str]:
     return problems
 
 
+SCHEMA_TYPES = ("string", "integer", "number", "boolean", "array")
+
+
+def schema_problems(parameters: Any) -> list[str]:
+    """What in a tool's parameters schema the validation here cannot check (checked when tools are
+    built, so that a call never meets a schema it cannot read)."""
+    if not isinstance(parameters, dict) or not isinstance(parameters.get("properties", {}), dict):
+        return ["parameters must be a JSON-schema object with a 'properties' object"]
+    problems = []
+    for name, spec in parameters.get("properties", {}).items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if kind not in SCHEMA_TYPES:
+            problems.append(f"argument {name!r} has type {kind!r}; use one of {', '.join(SCHEMA_TYPES)}")
+        elif kind == "array" and spec.get("items", {"type": "string"}).get("type") not in SCHEMA_TYPES[:4]:
+            problems.append(f"the items of {name!r} must be strings, integers, numbers or booleans")
+    missing = [name for name in parameters.get("required", []) if name not in parameters.get("properties", {})]
+    problems += [f"required argument {name!r} is not among the properties" for name in missing]
+    return problems
+
+
 def _value_problems(name: str, spec: dict, value: Any) -> list[str]:
-    if spec.get("type") == "string":
+    kind = spec.get("type")
+    if kind == "string":
         if not isinstance(value, str) or len(value.strip()) < spec.get("minLength", 0):
             return [f"{name!r} must be a non-empty string"]
         return []
-    if spec.get("type") == "array":
+    if kind in ("integer", "number"):
+        numeric = int if kind == "integer" else (int, float)
+        if isinstance(value, bool) or not isinstance(value, numeric) or (isinstance(value, float) and not math.isfinite(value)):
+            return [f"{name!r} must be {'an integer' if kind == 'integer' else 'a number'}, got {value!r:.40}"]
+        low, high = spec.get("minimum"), spec.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            return [f"{name!r} must be from {low} to {high}, got {value}"]
+        return []
+    if kind == "boolean":
+        return [] if isinstance(value, bool) else [f"{name!r} must be true or false, got {value!r:.40}"]
+    if kind == "array":
+        items = spec.get("items", {"type": "string"})
         if not isinstance(value, list):
-            return [f"{name!r} must be a list of strings, got {type(value).__name__}"]
+            return [f"{name!r} must be a list of {items.get('type')}s, got {type(value).__name__}"]
         if not spec.get("minItems", 0) <= len(value) <= spec.get("maxItems", len(value)):
             return [f"{name!r} must hold {spec.get('minItems', 0)} to {spec['maxItems']} items, got {len(value)}"]
-        if not all(isinstance(item, str) and item.strip() for item in value):
-            return [f"every item of {name!r} must be a non-empty string"]
-        return []
-    raise ValueError(f"unsupported schema type in {name!r}: {spec!r}")
+        if items.get("type") == "string":
+            if not all(isinstance(item, str) and item.strip() for item in value):
+                return [f"every item of {name!r} must be a non-empty string"]
+            return []
+        return [problem for i, item in enumerate(value) for problem in _value_problems(f"{name}[{i}]", items, item)]
+    return [f"{name!r} has a type this tool's schema does not support ({kind!r})"]
 
 
 class BaseTool:

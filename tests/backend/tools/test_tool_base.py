@@ -1,6 +1,10 @@
 import json
 
-from backend.tools.base import BaseTool, Passage, ToolError, argument_problems, tool_prompt_lines
+import pytest
+
+from backend.config import REPO_ROOT
+from backend.tools import ToolSetupError, build_tools
+from backend.tools.base import BaseTool, Passage, ToolError, argument_problems, schema_problems, tool_prompt_lines
 from backend.tools.text_ranking import shorten
 
 SCHEMA = {
@@ -87,3 +91,46 @@ def test_a_long_passage_keeps_its_opening_and_the_sentences_that_match_the_query
     assert "The first performance by the band was in Tulsa, Oklahoma." in excerpt  # a plain cut would lose it
     assert "…" in excerpt and len(excerpt) <= 160
     assert relevant_excerpt("Short text.", "anything", 160) == "Short text."
+
+
+class DaysBetweenTool(BaseTool):
+    """A tool that is not a search: integer, number and boolean arguments."""
+
+    name = "days_between"
+    description = "Days between two years, optionally counting leap days."
+    parameters = {"type": "object", "properties": {
+        "first_year": {"type": "integer", "minimum": 1}, "second_year": {"type": "integer", "minimum": 1},
+        "scale": {"type": "number"}, "leap_days": {"type": "boolean"},
+    }, "required": ["first_year", "second_year"]}
+
+    def run(self, arguments):
+        days = abs(arguments["second_year"] - arguments["first_year"]) * 365 * arguments.get("scale", 1)
+        return str(days), []
+
+
+def test_integer_number_and_boolean_arguments_are_checked_and_never_raise():
+    tool = DaysBetweenTool()
+    assert tool({"first_year": 1990, "second_year": 2000, "scale": 0.5, "leap_days": True}).content == "1825.0"
+    for bad, said in (({"first_year": "1990", "second_year": 2000}, "'first_year' must be an integer"),
+                      ({"first_year": True, "second_year": 2000}, "'first_year' must be an integer"),
+                      ({"first_year": 0, "second_year": 2000}, "'first_year' must be from 1"),
+                      ({"first_year": 1990, "second_year": 2000, "scale": float("nan")}, "'scale' must be a number"),
+                      ({"first_year": 1990, "second_year": 2000, "leap_days": "yes"}, "'leap_days' must be true or false")):
+        result = tool(bad)
+        assert not result.ok and said in result.error
+
+
+def test_a_tool_whose_schema_cannot_be_checked_is_refused_when_tools_are_built():
+    class ObjectArgumentTool(DaysBetweenTool):
+        name = "nested"
+        parameters = {"type": "object", "properties": {"options": {"type": "object"}}, "required": ["when"]}
+
+    assert schema_problems(DaysBetweenTool.parameters) == []
+    assert schema_problems(ObjectArgumentTool.parameters) == [
+        "argument 'options' has type 'object'; use one of string, integer, number, boolean, array",
+        "required argument 'when' is not among the properties"]
+    cache = REPO_ROOT / ".mia" / "test-cache" / "index"
+    tools = build_tools(cache_dir=cache, web_enabled=False, progress=False, extra=[DaysBetweenTool()])
+    assert "days_between" in tools and "search" in tools
+    with pytest.raises(ToolSetupError, match="Tool 'nested' has a parameters schema the tools cannot check"):
+        build_tools(cache_dir=cache, web_enabled=False, progress=False, extra=[ObjectArgumentTool()])
