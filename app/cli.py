@@ -123,7 +123,8 @@ def build_vectors_later(config_path: str | None, config) -> str:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    from app.vector_build import build_lock, build_search_index, log_path
+    from app.vector_build import build_search_index, log_path
+    from backend.tools.dense_build import build_lock
     from backend.runtime import build_runtime
 
     config = load_config(args.config)
@@ -135,7 +136,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         print(f"Waiting for the dense vectors a background build (pid {pid}) is making; its log: {log_path(config)}",
               flush=True)
 
-    with build_lock(config, wait=True, on_wait=waiting):
+    with build_lock(config.index_cache_dir, wait=True, on_wait=waiting):
         runtime = build_runtime(config, progress=True)
     runtime.close()
     print("The models and the search index are ready.")

@@ -3,21 +3,19 @@
 Embedding the whole wiki takes 20-60 minutes on 2 cores. `python -m app ask` answers with BM25 while
 they are missing and starts `python -m app prepare --search-only --background`, a nice'd process that
 outlives it and caches the vectors beside the index; a later `ask` finds them and searches hybrid.
-One build runs at a time: the builder holds a lock file beside the index (with its pid in it), and
-`prepare` in the foreground waits for a running build instead of embedding the wiki a second time.
+One build runs at a time, the web app's included (backend.tools.dense_build): `prepare` in the
+foreground waits for a running build instead of embedding the wiki a second time.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from backend.config import Config
+from backend.tools import dense_build
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BACKGROUND_NICE = 10
@@ -32,61 +30,17 @@ def dense_vectors_ready(config: Config) -> bool:
     return not config.search.hybrid or dense_vectors_cached(config.index_cache_dir, get_embedder())
 
 
-def lock_path(config: Config) -> Path:
-    return config.index_cache_dir / "dense-build.lock"
-
-
 def log_path(config: Config) -> Path:
     return config.index_cache_dir / "dense-build.log"
 
 
-@contextmanager
-def build_lock(config: Config, *, wait: bool, on_wait: Callable[[int | None], None] | None = None) -> Iterator[bool]:
-    """Holds the one-build-at-a-time lock while the block runs, with this process's pid in it. When
-    another process holds it: with `wait`, calls `on_wait(its pid)` and waits; without, yields False."""
-    path = lock_path(config)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait:
-                yield False
-                return
-            if on_wait is not None:
-                on_wait(builder_pid(config))
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.truncate(0)
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        try:
-            yield True
-        finally:
-            handle.truncate(0)  # the pid of a build that ended is no one's
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def build_running(config: Config) -> bool:
-    """Whether another process holds the build lock now."""
-    path = lock_path(config)
-    if not path.exists():
-        return False
-    with open(path, encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
+    """Whether a process (or the web app's thread) is building the dense vectors now."""
+    return dense_build.build_running(config.index_cache_dir)
 
 
 def builder_pid(config: Config) -> int | None:
-    """The pid of the process building the vectors, as its lock file says; None when it says none."""
-    try:
-        text = lock_path(config).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    return int(text) if text.isdigit() else None
+    return dense_build.builder_pid(config.index_cache_dir)
 
 
 def start_background_build(config_path: str | None, config: Config) -> subprocess.Popen:
@@ -111,7 +65,7 @@ def build_search_index(config: Config, *, background: bool) -> str:
 
     if background:
         os.nice(BACKGROUND_NICE)
-    with build_lock(config, wait=not background) as held:
+    with dense_build.build_lock(config.index_cache_dir, wait=not background) as held:
         if not held:
             return f"Another process (pid {builder_pid(config)}) is building the dense vectors; nothing to do."
         embedder = get_embedder() if config.search.hybrid else None

@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from backend.tools.base import Passage
 from backend.tools.corpus import CorpusFiles, Document, load_documents
+from backend.tools.dense_build import build_lock
 from backend.tools.text_ranking import tokenize
 
 INDEX_FOLDER = "wiki_index"
@@ -97,8 +98,11 @@ class WikiIndex:
             except (AttributeError, OSError):
                 pass
             try:
-                vectors, _ = _load_or_embed(self.directory, self.documents, embedder, progress=False,
-                                            on_progress=self._set_dense_progress)
+                # Another builder (the command line's, another app process) may be embedding: wait for
+                # it, then load what it cached.
+                with build_lock(self.directory.parents[1], wait=True):
+                    vectors, _ = _load_or_embed(self.directory, self.documents, embedder, progress=False,
+                                                on_progress=self._set_dense_progress)
                 self.document_vectors = vectors
                 self.embedder = embedder  # last: `hybrid` turns on only with the vectors in place
             except Exception as exc:  # reported in the UI; BM25 keeps answering

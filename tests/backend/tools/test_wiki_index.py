@@ -1,4 +1,5 @@
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -131,3 +132,22 @@ def test_hybrid_finds_a_paraphrase_bm25_misses_and_caches_embeddings(tmp_path: P
     reloaded = WikiIndex.load_or_build(tmp_path / "cache", progress=False, files=files, embedder=minilm)
     assert not reloaded.timing.dense_built
     assert np.array_equal(reloaded.document_vectors, hybrid.document_vectors)
+
+
+def test_the_web_apps_background_build_waits_for_another_builder_then_loads_its_vectors(
+        tmp_path: Path, write_tiny_corpus, minilm):
+    from backend.tools.dense_build import build_lock
+
+    files = write_tiny_corpus(tmp_path / "corpus", TINY_HOTPOTQA, TINY_VITAL)
+    cache = tmp_path / "cache"
+    with build_lock(cache, wait=True):  # the command line's build holds it
+        index = WikiIndex.load_or_build(cache, progress=False, files=files, embedder=minilm, dense_in_background=True)
+        builder = next(t for t in threading.enumerate() if t.name == "dense-vectors")
+        builder.join(timeout=0.2)
+        assert builder.is_alive() and not index.hybrid  # waiting, BM25 answering meanwhile
+        built = WikiIndex.load_or_build(cache, progress=False, files=files, embedder=minilm)  # the other builder
+        cached = next(built.directory.glob("*.npy")).stat().st_ino
+    builder.join(timeout=60)
+    assert not builder.is_alive() and index.hybrid
+    assert np.array_equal(index.document_vectors, built.document_vectors)
+    assert next(built.directory.glob("*.npy")).stat().st_ino == cached  # loaded, not embedded a second time
