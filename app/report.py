@@ -80,7 +80,8 @@ def source_label(passage: dict) -> str:
         return f"document ({source[4:] or 'collection'})"
     if source.startswith("wiki:"):
         return f"wiki ({source[5:]})"
-    return {"web": "web search", "page": "web page", "image-index": "image index"}.get(source, source or "retrieved")
+    return {"web": "web search", "page": "web page", "image-index": "image index",
+            "image-ocr": "your image, read by OCR"}.get(source, source or "retrieved")
 
 
 def web_link(url: str | None) -> str | None:

@@ -39,7 +39,7 @@ from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
-from backend.prompts.manager import caption_messages, caption_with_ocr
+from backend.prompts.manager import caption_messages, caption_with_ocr, image_text_passage
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, stating_sentence
@@ -176,6 +176,7 @@ class EpisodeLoop:
         self.judge = judge
         self.run_id = run_id
         self.outcome: EpisodeOutcome | None = None
+        self._image_text = ""  # what OCR read in the question's image
 
     # -- steps of the episode -----------------------------------------------------------------
     def _caption(self, episode: EpisodeInput) -> tuple[str | None, str | None]:
@@ -189,7 +190,8 @@ class EpisodeLoop:
         self.meter.add_tool(time.perf_counter() - start)
         if not text:
             return caption, source
-        return caption_with_ocr(caption, protocol.neutralise(text)), f"{source}+ocr" if source else "ocr"
+        self._image_text = protocol.neutralise(text)
+        return caption_with_ocr(caption, self._image_text), f"{source}+ocr" if source else "ocr"
 
     def _describe(self, episode: EpisodeInput) -> tuple[str | None, str | None]:
         """The image's caption: the user's, a vision model's, else the best match of a tool that
@@ -378,12 +380,17 @@ class EpisodeLoop:
             answers[hop.number - 1] = hop.answer
 
     def _session(self, episode: EpisodeInput, run_tools: dict) -> ExecutorSession:
+        """The Executor's session; the text OCR read in the question's image is evidence in it, a
+        passage an answer can rest on and cite, as the search results are."""
         s = self.settings
-        return ExecutorSession(
+        session = ExecutorSession(
             self.models["executor"], run_tools, self.meter, self.run_id, max_new_tokens=s.executor_max_new_tokens,
             image=episode.image, max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
             read_by_quote=s.read_by_quote,
         )
+        if self._image_text:
+            session.passages.append(image_text_passage(self._image_text))
+        return session
 
     def _from_taught(self, episode: EpisodeInput, taught: TaughtAnswer, caption: str | None, run_tools: dict,
                      deadline: float) -> Iterator[Event]:

@@ -15,6 +15,17 @@ OCR_ONLY_CAPTION = "Text in the image, by OCR: {text}"
 OCR_MAX_CHARS = 400
 
 
+IMAGE_TEXT_TITLE = "Text in the question's image (OCR)"
+IMAGE_TEXT_MAX_CHARS = 4000
+
+
+def image_text_passage(text: str) -> dict:
+    """What OCR read in the question's image as a retrieved passage (backend.tools.base.Passage's fields):
+    evidence an answer can rest on and cite; the caption the Planner reads holds its first 400 characters."""
+    return {"title": IMAGE_TEXT_TITLE, "text": " ".join(text.split())[:IMAGE_TEXT_MAX_CHARS], "source": "image-ocr",
+            "score": 1.0, "url": None}
+
+
 def caption_with_ocr(caption: str | None, text: str) -> str:
     text = " ".join(text.split())[:OCR_MAX_CHARS]
     return OCR_CAPTION.format(caption=caption, text=text) if caption else OCR_ONLY_CAPTION.format(text=text)

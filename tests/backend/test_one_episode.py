@@ -9,7 +9,7 @@ import pytest
 
 from backend.agent import ResearchAgent, RunRequest
 from backend.episode import EpisodeSettings
-from backend.events import MemoriesRetrieved, MemoryStored, TextDelta, VerdictReady
+from backend.events import AnswerReady, MemoriesRetrieved, MemoryStored, TextDelta, VerdictReady
 from backend.prompts.manager import format_memories
 from backend.runlog import RunLog
 from memory_db import MemoryStore
@@ -172,3 +172,37 @@ def test_text_in_the_question_image_joins_the_caption_the_planner_sees(tmp_path,
     started = next(e for e in events if isinstance(e, RunStarted))
     assert "by OCR: TINTED WINDOWS DEBUT ALBUM" in started.caption and started.caption_source.endswith("ocr")
     assert "TINTED WINDOWS DEBUT ALBUM" in models["planner"].prompts[0][1]["content"]  # the Planner reads it
+
+
+@pytest.mark.skipif(__import__("shutil").which("tesseract") is None, reason="needs Debian's tesseract-ocr (CI installs it)")
+def test_text_in_the_question_image_is_evidence_an_answer_cites(tmp_path, shared_tools, embedder, scripted_model_class):
+    from PIL import Image, ImageDraw, ImageFont
+
+    from tests.backend.scripted_model import answer_turn
+
+    image = Image.new("RGB", (1100, 260), "white")
+    draw = ImageDraw.Draw(image)
+    draw.text((20, 30), "HARBOUR OF VELLMARK", fill="black", font=ImageFont.load_default(size=48))
+    draw.text((20, 140), "TARIFF 2025: 17 CROWNS PER TONNE", fill="black", font=ImageFont.load_default(size=48))
+    path = tmp_path / "notice.png"
+    image.save(path)
+    models = {role: scripted_model_class(role) for role in ("planner", "judge", "manager")}
+    models["planner"].outputs.extend(["1. Read the tariff on the notice", "1. Read it again"])
+    models["executor"] = scripted_model_class("executor", [answer_turn("17 crowns per tonne")])
+    for model in models.values():
+        model.traits = replace(model.traits, small=False, guided_turns=False)
+    config = served_config(tmp_path)
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    try:
+        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        events = list(agent.run(RunRequest(question="What tariff per tonne does the notice in this image state?",
+                                           image=str(path), ground_truth="17 crowns", method="none")))
+    finally:
+        store.close()
+    answer = [e for e in events if isinstance(e, AnswerReady)][-1]
+    assert answer.text == "17 crowns per tonne"
+    assert [s["title"] for s in answer.sources] == ["Text in the question's image (OCR)"]
+    assert "17 CROWNS PER TONNE" in answer.sources[0]["sentence"].upper()
+    from app.report import source_label
+
+    assert source_label(answer.sources[0]) == "your image, read by OCR"
