@@ -75,6 +75,7 @@ class AgentConfig:
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
     plan_shape: str = "steps"  # "steps": a numbered plan of actions; "subquestions": hop by hop (backend.hops)
+    caption_min_similarity: float = 0.92  # the image index's nearest match is a caption only this similar (0-1)
     taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)
     unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
     count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
@@ -376,6 +377,7 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
         (a.memory_k >= 1, f"{key_prefix}.memory_k", "must be at least 1"),
         (-1.0 <= a.min_memory_similarity <= 1.0, f"{key_prefix}.min_memory_similarity",
          "must be a cosine similarity (-1 to 1)"),
+        (0.0 <= a.caption_min_similarity <= 1.0, f"{key_prefix}.caption_min_similarity", "must be from 0 to 1"),
         (0.0 < a.taught_min_similarity <= 1.0, f"{key_prefix}.taught_min_similarity",
          "must be a cosine similarity above 0 (up to 1)"),
         (0.0 <= a.unverified_memory_weight <= 1.0, f"{key_prefix}.unverified_memory_weight",

@@ -39,7 +39,7 @@ from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
-from backend.prompts.manager import caption_messages, caption_with_ocr, image_text_passage
+from backend.prompts.manager import LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, stating_sentence
@@ -70,6 +70,7 @@ class EpisodeSettings:
     strategies_by_type: bool = False
     plan_shape: str = "steps"  # "steps" | "subquestions" (backend.hops)
     taught_min_similarity: float = 0.85
+    caption_min_similarity: float = 0.92
     unverified_memory_weight: float = 0.0
     count_unverified_outcomes: bool = False
     sparse_memory_planner: str = "manager"
@@ -100,6 +101,7 @@ class EpisodeSettings:
             strategies_by_type=agent.strategies_by_type,
             plan_shape=agent.plan_shape,
             taught_min_similarity=agent.taught_min_similarity,
+            caption_min_similarity=agent.caption_min_similarity,
             unverified_memory_weight=agent.unverified_memory_weight,
             count_unverified_outcomes=agent.count_unverified_outcomes,
             sparse_memory_planner=agent.sparse_memory_planner,
@@ -195,7 +197,9 @@ class EpisodeLoop:
 
     def _describe(self, episode: EpisodeInput) -> tuple[str | None, str | None]:
         """The image's caption: the user's, a vision model's, else the best match of a tool that
-        captions images."""
+        captions images when it is at least `caption_min_similarity` alike, said as a claim with its
+        source ("looks like: Flag of France (image index, similarity 0.95)"); else none: the question
+        is researched from the image's text and the person's words."""
         if episode.caption:
             return episode.caption.strip(), "user"
         if not episode.image:
@@ -211,8 +215,9 @@ class EpisodeLoop:
             start = time.perf_counter()
             result = captioner({"image": episode.image})
             self.meter.add_tool(time.perf_counter() - start)
-            if result.ok and result.passages:
-                return result.passages[0].title, "image-search"
+            if result.ok and result.passages and result.passages[0].score >= self.settings.caption_min_similarity:
+                best = result.passages[0]
+                return LOOKS_LIKE.format(title=best.title, similarity=best.score), "image-search"
         return None, None
 
     def _retrieve(self, episode: EpisodeInput, manager: Manager | None, caption: str | None) -> tuple[list[dict], list[dict]]:

@@ -247,4 +247,6 @@ def with_later_defaults(manifest: dict) -> dict:
     if isinstance(manifest.get("agent"), dict):
         manifest["agent"].setdefault("strategies_by_type", False)
         manifest["agent"].setdefault("taught_min_similarity", AgentConfig().taught_min_similarity)
+        # Before the caption threshold an evaluation's images (none so far) were captioned by any match.
+        manifest["agent"].setdefault("caption_min_similarity", AgentConfig().caption_min_similarity)
     return manifest

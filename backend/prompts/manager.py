@@ -15,6 +15,8 @@ OCR_ONLY_CAPTION = "Text in the image, by OCR: {text}"
 OCR_MAX_CHARS = 400
 
 
+# An image index match as a caption: a claim, with where it comes from.
+LOOKS_LIKE = "looks like: {title} (image index, similarity {similarity:.2f})"
 IMAGE_TEXT_TITLE = "Text in the question's image (OCR)"
 IMAGE_TEXT_MAX_CHARS = 4000
 

@@ -206,3 +206,32 @@ def test_text_in_the_question_image_is_evidence_an_answer_cites(tmp_path, shared
     from app.report import source_label
 
     assert source_label(answer.sources[0]) == "your image, read by OCR"
+
+
+def test_an_image_index_match_is_a_caption_only_when_it_is_that_alike(tmp_path, shared_tools, embedder, scripted_model_class):
+    from PIL import Image, ImageDraw
+
+    from backend.events import RunStarted
+    from backend.tools.image_index import demo_images_dir
+    from tests.backend.scripted_model import answer_turn
+
+    drawing = Image.new("RGB", (600, 400), "#f4f0e6")
+    ImageDraw.Draw(drawing).ellipse((100, 50, 500, 350), fill="#40e0d0")  # nothing in the index looks like it
+    drawing.save(tmp_path / "drawing.png")
+    config = served_config(tmp_path)
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    started = {}
+    try:
+        for name, image in (("flag", demo_images_dir() / "france.png"), ("drawing", tmp_path / "drawing.png")):
+            models = {role: scripted_model_class(role) for role in ("planner", "judge", "manager")}
+            models["executor"] = scripted_model_class("executor", [answer_turn("France")])
+            for model in models.values():
+                model.traits = replace(model.traits, small=False, guided_turns=False)
+            agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+            events = list(agent.run(RunRequest(question="Which country is this?", image=str(image), method="none")))
+            started[name] = next(e for e in events if isinstance(e, RunStarted))
+    finally:
+        store.close()
+    assert started["flag"].caption.startswith("looks like: ") and "(image index, similarity 1.00)" in started["flag"].caption
+    assert started["flag"].caption_source == "image-search"
+    assert started["drawing"].caption is None and started["drawing"].caption_source is None
