@@ -1,6 +1,9 @@
 """Opening the database: engine options per backend, SQLite pragmas, schema migrations."""
 from __future__ import annotations
 
+import sqlite3
+import time
+
 from pathlib import Path
 
 from alembic import command
@@ -51,14 +54,30 @@ def open_engine(url: str) -> Engine:
     )
 
 
+def _use_wal(cursor) -> None:
+    """Switch the database file to write-ahead logging (it stays so). SQLite answers "database is
+    locked" at once, without waiting its busy timeout, when another process holds a lock as the mode
+    changes (processes opening a fresh database together): retry until the busy timeout is spent."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:
         # Let SQLAlchemy's "begin" event emit BEGIN itself (pysqlite's own is deferred and late).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        _use_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a process crash
         cursor.close()
