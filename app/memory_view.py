@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from app.render import esc
+from app.render import esc, uses_text
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
 from memory_db import HistoryEntry, Memory, MemoryStore
@@ -89,14 +89,6 @@ def verdict_text(m: Memory) -> str:
     return f"unverified (labelled {'successful' if m.correct else 'failed'})"
 
 
-def uses_text(m: Memory) -> str:
-    """'not used yet', or '2 of 3 uses succeeded (0.67)': the runs that used it since it was stored."""
-    successes, uses = uses_since_stored(m)
-    if uses == 0:
-        return "not used yet"
-    return f"{successes} of {uses} use{'s' if uses != 1 else ''} succeeded ({successes / uses:.2f})"
-
-
 def table_rows(found: list[Memory]) -> list[list]:
     rows = []
     for m in found:
@@ -119,7 +111,7 @@ def detail_markdown(m: Memory) -> str:
         f"**Question:** {esc(m.question)}",
         f"**Label:** {esc(label_text(m))} · **type:** {esc(m.question_type)} · "
         f"**modality:** {esc(m.modality)} · **pinned:** {'yes' if m.pinned else 'no'}",
-        f"**Win rate:** {esc(uses_text(m))} · created {age_text(m.created_at)} ago",
+        f"**Win rate:** {esc(uses_text(*uses_since_stored(m)))} · created {age_text(m.created_at)} ago",
     ]
     taught = taught_of(p)
     if taught is not None:

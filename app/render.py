@@ -93,14 +93,18 @@ def stored_label(event: MemoryStored) -> str:
     return "correct" if event.correct else "incorrect"
 
 
-def uses_phrase(memory: dict) -> str:
-    """How a retrieved memory has fared since it was stored: 'not used yet' or 'won 2 of 3 uses'."""
-    uses = memory.get("uses")
-    if uses is None:  # a run logged before memories carried their uses
-        return f"win rate {memory['win_rate']:.2f}"
+def uses_text(successes: int, uses: int) -> str:
+    """How a memory has fared since it was stored: 'not used yet', or '2 of 3 uses succeeded (0.67)'."""
     if uses == 0:
         return "not used yet"
-    return f"won {memory.get('successes', 0)} of {uses} use{'s' if uses != 1 else ''}"
+    return f"{successes} of {uses} use{'s' if uses != 1 else ''} succeeded ({successes / uses:.2f})"
+
+
+def uses_phrase(memory: dict) -> str:
+    """uses_text of a retrieved memory as events carry it (memory_to_dict)."""
+    if memory.get("uses") is None:  # a run logged before memories carried their uses
+        return f"win rate {memory['win_rate']:.2f}"
+    return uses_text(memory.get("successes", 0), memory["uses"])
 
 
 def hop_outcome(hop: HopAnswered) -> str:
