@@ -65,13 +65,26 @@ def taught_fields(*, answer: str, user: str, at: float, how: str, evidence: dict
             "taught_evidence": evidence}
 
 
+MAX_TAUGHT_CHARS = 400  # a taught answer is a short span, as a right answer typed in the app is
+
+
 def taught_of(provenance: dict) -> dict | None:
-    """The taught fields of a memory's provenance, or None when no person taught it an answer."""
+    """The taught fields of a memory's provenance, read as data that may have come from an imported
+    file: None when no person taught it an answer; fields of the wrong type are left out."""
     answer = provenance.get("taught_answer")
     if not isinstance(answer, str) or not answer.strip():
         return None
-    return {"answer": answer, "by": str(provenance.get("taught_by") or ""), "at": provenance.get("taught_at"),
-            "how": provenance.get("taught_how") or TYPED, "evidence": provenance.get("taught_evidence")}
+    at = provenance.get("taught_at")
+    evidence = provenance.get("taught_evidence")
+    keys = ("query", "title", "sentence")
+    return {
+        "answer": answer.strip()[:MAX_TAUGHT_CHARS],
+        "by": provenance["taught_by"] if isinstance(provenance.get("taught_by"), str) else "",
+        "at": float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else None,
+        "how": provenance["taught_how"] if provenance.get("taught_how") in (TYPED, THUMBS_UP) else TYPED,
+        "evidence": ({k: evidence[k] for k in keys} if isinstance(evidence, dict)
+                     and all(isinstance(evidence.get(k), str) for k in keys) else None),
+    }
 
 
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
