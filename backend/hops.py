@@ -115,8 +115,11 @@ def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, lis
     sub-questions as written, how it went), for backend.prompts.planner.worked_examples_text."""
     examples = []
     for memory in memories:
-        hops = memory.get("decomposition") or []
-        if not hops or not memory.get("verified", True):
+        hops = memory.get("decomposition")
+        readable = isinstance(hops, list) and hops and all(
+            isinstance(hop, dict) and isinstance(hop.get("template"), str) and isinstance(hop.get("number"), int)
+            for hop in hops)
+        if not readable or not memory.get("verified", True):  # none, or data of another shape (an imported file)
             continue
         if memory.get("correct"):
             outcome = "the answer was right"

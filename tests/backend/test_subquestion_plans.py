@@ -97,6 +97,14 @@ def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_ho
     assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
 
 
+def test_a_decomposition_of_another_shape_is_no_worked_example():
+    memory = {"question": FESTIVAL, "correct": True, "verified": True}
+    for broken in ("1. Who?", [1, 2], [{"number": "1", "template": "Who?"}], [{"number": 1}], []):
+        assert worked_examples([{**memory, "decomposition": broken}]) == []
+    assert worked_examples([{**memory, "decomposition": [{"number": 1, "template": "Who?", "sentence": "x"}]}]) == [
+        (FESTIVAL, ["Who?"], "the answer was right")]
+
+
 def test_copied_examples_and_a_restated_question_are_left_out_of_a_decomposition():
     from backend.hops import sensible
 
