@@ -19,7 +19,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.render import esc
+from app.escaping import escape_markdown
 from app.session import AppContext, ReadOnlyModeError
 from backend.documents import DocumentError, ocr_available, ocr_status, supported_suffixes
 from backend.documents.naming import SHARED
@@ -35,7 +35,7 @@ KNOWN_ERRORS = (DocumentError, ReadOnlyModeError, OSError)
 
 
 def _problem(exc: Exception) -> str:
-    return f"⚠️ {esc(exc)}"
+    return f"⚠️ {escape_markdown(exc)}"
 
 
 def _size(count: int) -> str:
@@ -92,9 +92,9 @@ def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
     limits, budget = store.limits, store.budget
     lines = [
         f"**{files} files, {passages} passages** in {len(collections)} collections that your questions' "
-        f"`search` reads beside the wiki (namespace `{esc(namespace)}`"
+        f"`search` reads beside the wiki (namespace `{escape_markdown(namespace)}`"
         + (", and the shared collections every user reads" if any(c.shared for c in collections) else "") + ").",
-        f"**{esc(ocr_status())}**",
+        f"**{escape_markdown(ocr_status())}**",
         f"Formats: {', '.join(supported_suffixes())}; at most {_size(limits.max_file_bytes)} a file and "
         f"{_size(limits.max_namespace_bytes)} in all. Adding a file already indexed costs nothing: its "
         "passages are kept by the file's content.",
@@ -143,10 +143,10 @@ def load_documents(ctx: AppContext, request: gr.Request | None):
 # -- what the buttons do ---------------------------------------------------------------------------
 def report_markdown(report: AddReport, verb: str = "Added") -> str:
     where = f"{SHARED}/{report.collection}" if report.shared else report.collection
-    head = (f"{verb} {len(report.indexed)} files to **{esc(where)}**"
+    head = (f"{verb} {len(report.indexed)} files to **{escape_markdown(where)}**"
             + (f", {len(report.unchanged)} unchanged" if report.unchanged else "")
             + (f"; **{len(report.failed)} could not be added**" if report.failed else "") + ".")
-    return head + "\n\n" + "\n".join(f"- {esc(line)}" for line in report.lines())
+    return head + "\n\n" + "\n".join(f"- {escape_markdown(line)}" for line in report.lines())
 
 
 def add_documents(ctx: AppContext, request: gr.Request | None, paths: list[str] | None, collection: str | None,
@@ -188,8 +188,8 @@ def remove_documents(ctx: AppContext, request: gr.Request | None, label: str | N
         removed = store.remove(ctx.namespace_of(request), name, one_file, shared=shared)
     except KNOWN_ERRORS as exc:
         return _problem(exc)
-    what = (f"the collection **{esc(label)}** ({removed} files)" if one_file is None
-            else f"**{esc(file)}** from **{esc(label)}**")
+    what = (f"the collection **{escape_markdown(label)}** ({removed} files)" if one_file is None
+            else f"**{escape_markdown(file)}** from **{escape_markdown(label)}**")
     return f"Removed {what}; the search no longer reads it."
 
 
@@ -223,7 +223,7 @@ def open_source(ctx: AppContext, request: gr.Request | None, locator: str | None
         ctx.files.grant(copy, user)  # served to this user alone
     except KNOWN_ERRORS as exc:
         return None, _problem(exc)
-    text = "\n\n".join(f"**{esc(p.title)}**\n\n{esc(p.text)}" for p in passages[:20])
+    text = "\n\n".join(f"**{escape_markdown(p.title)}**\n\n{escape_markdown(p.text)}" for p in passages[:20])
     return str(copy), text or "(no passages at that place)"
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from app.render import esc
+from app.escaping import escape_markdown
 from app.session import AppContext
 from backend.config import ConfigError
 
@@ -72,7 +72,7 @@ def _what_waits(ctx: AppContext) -> str:
     """What waits for the learner in all namespaces, and whether a learner runs to take it."""
     waiting = ctx.learner.pending_count()  # pending signals and queued entries not taken yet
     if not _worker_alive(ctx):
-        return f"{_signals_wait(waiting)}; the learner is not running: {esc(_why_not_running(ctx))}."
+        return f"{_signals_wait(waiting)}; the learner is not running: {escape_markdown(_why_not_running(ctx))}."
     unread = ctx.queue.untaken_count()
     if unread:
         return f"{unread} queued entr{'ies' if unread != 1 else 'y'} in all namespaces wait for the learner to take them."
@@ -89,7 +89,7 @@ def _memory_line(ctx: AppContext) -> str:
     try:
         need = learner_memory_need(ctx.runtime.config)
     except (ConfigError, ValueError, OSError) as exc:
-        return f"- Memory: what training the Planner needs is unknown ({esc(exc)})"
+        return f"- Memory: what training the Planner needs is unknown ({escape_markdown(exc)})"
     return (f"- Memory: training the Planner needs {need.description} free when its weights load; "
             f"{free_memory_bytes() / GB:.1f} GB is free on this machine now")
 
@@ -97,7 +97,7 @@ def _memory_line(ctx: AppContext) -> str:
 # -- what the view shows ---------------------------------------------------------------------------
 def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
     planner = ctx.runtime.agent.models.get("planner")
-    answering = f"\n\nThe Planner answering now: `{esc(planner.name)}`." if planner is not None else ""
+    answering = f"\n\nThe Planner answering now: `{escape_markdown(planner.name)}`." if planner is not None else ""
     return _learning_state(ctx, request) + answering
 
 
@@ -132,7 +132,7 @@ def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
     lines = [
         state,
         "",
-        f"- Activity: {esc(s.activity)}",
+        f"- Activity: {escape_markdown(s.activity)}",
         f"- Pending signals: **{s.pending}** (questions waiting for rollouts)",
         f"- Batch: **{s.batch}/{s.signals_per_update}** scored questions toward the next Planner update",
         f"- Rollout budget: **{s.budget_left}** of {s.rollouts_per_hour} rollouts left this hour "
@@ -143,10 +143,11 @@ def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
         + (f" minus {settings.canary_tolerance:g}" if settings.canary_tolerance else ""),
         f"- Unsupervised learning from questions without feedback: {'on' if settings.unsupervised else 'off'}",
         _memory_line(ctx),
-        f"- Last error: {esc(s.last_error) if s.last_error else 'none'}",
+        f"- Last error: {escape_markdown(s.last_error) if s.last_error else 'none'}",
     ]
     if s.quarantined and _sees_everything(ctx, request):  # the rows' reasons quote what was queued
-        lines.append(f"- ⚠️ {esc(s.quarantined)} (kept in the queue, never read again; the rows after them are learned)")
+        lines.append(f"- ⚠️ {escape_markdown(s.quarantined)} (kept in the queue, never read again; "
+                     "the rows after them are learned)")
     if ctx.users is not None and not ctx.is_admin(request):
         lines += ["", "The Planner is shared by every user, so only an admin can pause, resume or roll it back."]
     return "\n".join(lines)
@@ -214,13 +215,13 @@ def queue_view(ctx: AppContext, request: gr.Request | None) -> tuple[str, list[l
         for i in reversed(items)
     ]
     whose = "in all namespaces" if everything else "from you"
-    text = f"**{len(items)}** feedback items {whose} are in the queue ({esc(ctx.queue.where)})."
+    text = f"**{len(items)}** feedback items {whose} are in the queue ({escape_markdown(ctx.queue.where)})."
     if ctx.learner is not None and _sees_everything(ctx, request):
         text += " " + _what_waits(ctx)
     elif ctx.learner is None:
         text += " Nothing reads them while test-time learning is off."
     if _sees_everything(ctx, request):
-        text += "".join(f"\n\n⚠️ {esc(problem[0].upper() + problem[1:])}." for problem in ctx.queue.damage())
+        text += "".join(f"\n\n⚠️ {escape_markdown(problem[0].upper() + problem[1:])}." for problem in ctx.queue.damage())
     return text, rows
 
 
@@ -279,10 +280,10 @@ def rollback_learning(ctx: AppContext, number: float | int | None, request: gr.R
     try:
         version = ctx.learner.rollback(number)
     except VersionError as exc:
-        return f"⚠️ Not rolled back: {esc(exc)}", status_markdown(ctx, request), version_rows(ctx)
+        return f"⚠️ Not rolled back: {escape_markdown(exc)}", status_markdown(ctx, request), version_rows(ctx)
     except Exception as exc:  # loading the version into the app failed; the pointer may have moved
         log.exception("rollback to %s failed", number)
-        return (f"⚠️ The learner now points at v{number:04d}, but the app could not load it: {esc(exc)}. "
+        return (f"⚠️ The learner now points at v{number:04d}, but the app could not load it: {escape_markdown(exc)}. "
                 "The app keeps answering with the Planner it had; see the server log.",
                 status_markdown(ctx, request), version_rows(ctx))
     log.info("Planner rolled back to %s by %s", version.name, ctx.user_of(request))

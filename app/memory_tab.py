@@ -8,11 +8,11 @@ import logging
 
 import gradio as gr
 
+from app.escaping import escape_markdown
 from app.memory_view import (
     ALREADY_HERE, COLUMNS, EXISTING_CHOICES, IMPORT_PREVIEW_COLUMNS, LABELS, SORTS, MemoryFilter, detail_markdown,
     find_memories, history_rows, import_message, import_preview, runs_using, table_rows, undo_line, unreadable_note,
 )
-from app.render import esc
 from app.session import AppContext, ReadOnlyModeError
 from memory_db import (MODALITIES, QUESTION_TYPES, ImportFileError, MemoryNotFoundError, MemoryStoreError,
                        UnreadableMemoryError)
@@ -27,7 +27,7 @@ NOT_AN_UPLOAD = ("⚠️ Upload the export file again with the file box above: a
 
 
 def _problem(exc: Exception) -> str:
-    return f"⚠️ {esc(exc)}"
+    return f"⚠️ {escape_markdown(exc)}"
 
 
 def linked_memory(request: gr.Request | None) -> str:
@@ -110,7 +110,7 @@ def build_memory_tab(ctx: AppContext):
             return _problem(exc), []
         total = ctx.runtime.store.count(namespace=space)
         note = unreadable_note(ctx.runtime.store, space)
-        counted = f"{len(found)} shown of {total} memories in namespace `{esc(space)}`."
+        counted = f"{len(found)} shown of {total} memories in namespace `{escape_markdown(space)}`."
         return counted + (f"\n\n{note}" if note else ""), table_rows(found)
 
     def open_memory(ns, wanted: str, request: gr.Request):
@@ -122,7 +122,7 @@ def build_memory_tab(ctx: AppContext):
             entries = ctx.runtime.store.history(wanted, namespace=space) if wanted else []
             if not entries:
                 return "", _problem(exc), "", "", [], [], None, ""
-            note = f"Memory `{esc(wanted)}` is deleted; undo the deletion from its history below."
+            note = f"Memory `{escape_markdown(wanted)}` is deleted; undo the deletion from its history below."
             return wanted, note, "", "", history_rows(entries), [], entries[0].id, undo_line(entries[0])
         except UnreadableMemoryError as exc:  # selected all the same, so that Delete can remove it
             entries = ctx.runtime.store.history(wanted, namespace=space)
@@ -154,8 +154,8 @@ def build_memory_tab(ctx: AppContext):
             return gr.Row(visible=False), "", "Open a memory first."
         if ctx.read_only:
             return gr.Row(visible=False), "", _problem(ReadOnlyModeError())
-        return (gr.Row(visible=True), f"Delete memory `{esc(current[:8])}`? Its history stays, so undo can bring it back.",
-                "")
+        return (gr.Row(visible=True),
+                f"Delete memory `{escape_markdown(current[:8])}`? Its history stays, so undo can bring it back.", "")
 
     def change(action):
         def handler(ns, current: str, new_summary: str, new_plan: str, history_id, request: gr.Request) -> str:
@@ -200,7 +200,7 @@ def build_memory_tab(ctx: AppContext):
         out = ctx.files.new_folder(user) / f"memories-{space}.jsonl"
         written = ctx.runtime.store.export_jsonl(space, out)
         ctx.files.grant(out, user)  # served to this user alone
-        return str(out), f"Exported {written} memories from `{esc(space)}`."
+        return str(out), f"Exported {written} memories from `{escape_markdown(space)}`."
 
     max_text_chars = ctx.runtime.config.agent.max_question_chars  # an imported text is held to a question's limit
 

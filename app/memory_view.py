@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from app.render import esc, uses_text
+from app.escaping import escape_markdown
+from app.render import uses_text
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
 from memory_db import HistoryEntry, Memory, MemoryStore
@@ -107,31 +108,35 @@ def label_text(m: Memory) -> str:
 def detail_markdown(m: Memory) -> str:
     p = m.provenance or {}
     lines = [
-        f"### Memory `{esc(m.id)}`",
-        f"**Question:** {esc(m.question)}",
-        f"**Label:** {esc(label_text(m))} · **type:** {esc(m.question_type)} · "
-        f"**modality:** {esc(m.modality)} · **pinned:** {'yes' if m.pinned else 'no'}",
-        f"**Win rate:** {esc(uses_text(*uses_since_stored(m)))} · created {age_text(m.created_at)} ago",
+        f"### Memory `{escape_markdown(m.id)}`",
+        f"**Question:** {escape_markdown(m.question)}",
+        f"**Label:** {escape_markdown(label_text(m))} · **type:** {escape_markdown(m.question_type)} · "
+        f"**modality:** {escape_markdown(m.modality)} · **pinned:** {'yes' if m.pinned else 'no'}",
+        f"**Win rate:** {escape_markdown(uses_text(*uses_since_stored(m)))} · created {age_text(m.created_at)} ago",
     ]
     taught = taught_of(p)
     if taught is not None:
         how = "typed as the right answer" if taught["how"] == TYPED else "confirmed with a thumbs up"
         by = f" by {taught['by']}" if taught["by"] else ""
         when = f" on {day_of(taught['at'])}" if isinstance(taught["at"], (int, float)) else ""
-        lines.append(f"**Taught answer:** {esc(taught['answer'])} ({how}{esc(by)}{when}; the same question or a "
-                     "rewording starts from it)")
+        lines.append(f"**Taught answer:** {escape_markdown(taught['answer'])} ({how}{escape_markdown(by)}{when}; "
+                     "the same question or a rewording starts from it)")
         evidence = taught.get("evidence")
         if isinstance(evidence, dict) and evidence.get("sentence"):
-            lines.append(f"**Where a source states it:** {esc(evidence.get('title', ''))}: "
-                         f"“{esc(evidence['sentence'])}” (search: {esc(evidence.get('query', ''))})")
+            lines.append(f"**Where a source states it:** {escape_markdown(evidence.get('title', ''))}: "
+                         f"“{escape_markdown(evidence['sentence'])}” "
+                         f"(search: {escape_markdown(evidence.get('query', ''))})")
     if m.caption:
-        lines.append(f"**Image caption:** {esc(m.caption)}")
+        lines.append(f"**Image caption:** {escape_markdown(m.caption)}")
     source = VERDICT_SOURCES.get(p.get("verdict_source"), "not recorded (unverified)")
-    lines.append(f"**Verdict from:** {esc(source)}" + (f" · ground truth: {esc(p['ground_truth'])}" if p.get("ground_truth") else ""))
+    lines.append(f"**Verdict from:** {escape_markdown(source)}"
+                 + (f" · ground truth: {escape_markdown(p['ground_truth'])}" if p.get("ground_truth") else ""))
     if p.get("answer") is not None:
-        lines.append(f"**Answer given:** {esc(p.get('answer'))}")
+        lines.append(f"**Answer given:** {escape_markdown(p.get('answer'))}")
     if p.get("run_id"):
-        lines.append(f"**From run:** `{esc(p['run_id'])}` (judge: {esc(p.get('judge_verdict', '-'))} by {esc(p.get('judge_method', '-'))})")
+        lines.append(f"**From run:** `{escape_markdown(p['run_id'])}` "
+                     f"(judge: {escape_markdown(p.get('judge_verdict', '-'))} "
+                     f"by {escape_markdown(p.get('judge_method', '-'))})")
     return "\n\n".join(lines)
 
 
@@ -140,7 +145,7 @@ def unreadable_note(store: MemoryStore, namespace: str, shown: int = 5) -> str:
     broken = store.unreadable(namespace=namespace)
     if not broken:
         return ""
-    listed = "; ".join(f"`{esc(b.memory_id)}` ({esc(b.reason)})" for b in broken[:shown])
+    listed = "; ".join(f"`{escape_markdown(b.memory_id)}` ({escape_markdown(b.reason)})" for b in broken[:shown])
     more = f" and {len(broken) - shown} more" if len(broken) > shown else ""
     one = len(broken) == 1
     return (f"⚠️ {len(broken)} {'memory cannot' if one else 'memories cannot'} be read and {'is' if one else 'are'} "
@@ -164,7 +169,7 @@ def undo_line(entry: HistoryEntry | None) -> str:
     if entry is None:
         return "No change to undo."
     when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S")
-    return f"Selected for undo: change {entry.id} ({esc(entry.action)} by {esc(entry.actor)}, {when})."
+    return f"Selected for undo: change {entry.id} ({escape_markdown(entry.action)} by {escape_markdown(entry.actor)}, {when})."
 
 
 def runs_using(store: MemoryStore, runlog: RunLog, namespace: str, memory_id: str, max_runs: int = 200) -> list[list]:
@@ -201,7 +206,7 @@ def import_preview(path: str, namespace: str, store: MemoryStore | None = None, 
     rows = [[m.id, m.question, "successful" if m.correct else "failed", m.question_type, m.usage_count,
              ALREADY_HERE if m.id in held else "new"] for m in parsed.memories]
     summary = (f"{len(parsed.memories)} memories and {len(parsed.history)} history entries in this file, for "
-               f"namespace `{esc(namespace)}`.")
+               f"namespace `{escape_markdown(namespace)}`.")
     if held:
         fresh = len(parsed.memories) - len(held)
         summary += (f" {len(held)} of them {'is' if len(held) == 1 else 'are'} already here (same id) and "
@@ -213,7 +218,7 @@ def import_preview(path: str, namespace: str, store: MemoryStore | None = None, 
 
 def import_message(outcome, namespace: str) -> str:
     """What an import did, in a sentence (memory_db.ImportOutcome)."""
-    parts = [f"Imported {outcome.added + outcome.replaced} memories into `{esc(namespace)}`"]
+    parts = [f"Imported {outcome.added + outcome.replaced} memories into `{escape_markdown(namespace)}`"]
     details = [f"{outcome.added} new"]
     if outcome.replaced:
         details.append(f"{outcome.replaced} replaced (undo each from its history)")

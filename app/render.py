@@ -7,13 +7,13 @@ browser or the terminal.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from app.escaping import escape_html
 from app.report import cited_passage, document_place, query_text, source_label, stats_text, web_link
 
 from backend.events import (
@@ -43,22 +43,6 @@ from backend.replay import RunRecord
 def summary_origin(source: str) -> str:
     """How a stored memory's text was made, in words: by the model, from the trace, or kept as a case."""
     return "kept as a case: plan and outcome" if source == "case" else f"summary by {source}"
-
-
-def esc(text: object) -> str:
-    """Escape for the browser: HTML entities, and markdown's link/image/emphasis triggers."""
-    escaped = str(text if text is not None else "")
-    for ch in "\\`*_[]|#":
-        escaped = escaped.replace(ch, "\\" + ch)
-    # Quotes stay: the text lands in element content, never inside an attribute.
-    return html.escape(escaped, quote=False)
-
-
-def safe_url(url: str | None) -> str | None:
-    """An http(s) URL made safe to put in a markdown link target, or None."""
-    if not url or not url.lower().startswith(("http://", "https://")):
-        return None
-    return html.escape(url, quote=True).replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
 _MEMORY_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
@@ -194,15 +178,13 @@ def verdict_provenance(event: VerdictReady) -> str:
 # -- the research page (HTML) -------------------------------------------------------------------
 # The page shows the answer first, in a box (app.research_tab's #answer-box), and below it the trace
 # (#trace): one line per step, its details on expand. Everything from a model, a page, a document or
-# a memory goes through `h` (HTML-escaped, quotes included) before it reaches the browser.
-def h(text: object) -> str:
-    return html.escape(str(text if text is not None else ""), quote=True)
+# a memory goes through `escape_html` before it reaches the browser.
 
 
 def _href(url: str | None) -> str | None:
     """An http(s) URL escaped for an href attribute, or None (doc:// locators are not links)."""
     link = web_link(url)
-    return h(link) if link else None
+    return escape_html(link) if link else None
 
 
 def source_opener(url: str | None) -> str:
@@ -211,7 +193,7 @@ def source_opener(url: str | None) -> str:
     namespace or the shared collections; '' for anything else."""
     if document_place(url) is None:
         return ""
-    return (f'<button type="button" class="doc-open" data-doc="{h(url)}" title="{h(url)}">'
+    return (f'<button type="button" class="doc-open" data-doc="{escape_html(url)}" title="{escape_html(url)}">'
             f'📄 open the passage in your documents</button>')
 
 
@@ -446,24 +428,24 @@ class RunTranscript:
     def answer_html(self, limits: RunLimits | None = None, now: float | None = None) -> str:
         state = self.state
         if state == "idle":
-            return f'<div class="answer-box idle" data-state="idle"><p class="answer-placeholder">{h(ANSWER_PLACEHOLDER)}</p></div>'
+            return f'<div class="answer-box idle" data-state="idle"><p class="answer-placeholder">{escape_html(ANSWER_PLACEHOLDER)}</p></div>'
         parts = [f'<div class="answer-box {state}" data-state="{state}">',
-                 f'<div class="answer-head"><span class="answer-badge badge-{state}">{h(STATE_LABELS[state])}</span>']
+                 f'<div class="answer-head"><span class="answer-badge badge-{state}">{escape_html(STATE_LABELS[state])}</span>']
         eta = self.eta_text(limits, now)
         if eta:
-            parts.append(f'<span class="answer-eta">{h(eta)}</span>')
+            parts.append(f'<span class="answer-eta">{escape_html(eta)}</span>')
         parts.append("</div>")
         if self.started is not None:
-            parts.append(f'<div class="answer-question">{h(self.started.question)}</div>')
+            parts.append(f'<div class="answer-question">{escape_html(self.started.question)}</div>')
         latest = self.answers[-1] if self.answers else None
         if latest is not None and latest.text:
             marks = "".join(
-                f'<button type="button" class="cite" data-cite="{h(self._cite_key(c.get("n", i)))}" '
-                f'title="{h(c.get("title", ""))}">[{h(c.get("n", i))}]</button>'
+                f'<button type="button" class="cite" data-cite="{escape_html(self._cite_key(c.get("n", i)))}" '
+                f'title="{escape_html(c.get("title", ""))}">[{escape_html(c.get("n", i))}]</button>'
                 for i, c in enumerate(latest.sources, 1))
-            parts.append(f'<div class="answer-text">{h(latest.text)}<span class="cite-marks">{marks}</span></div>')
+            parts.append(f'<div class="answer-text">{escape_html(latest.text)}<span class="cite-marks">{marks}</span></div>')
         elif state == "working":
-            parts.append(f'<div class="answer-text pending">{h(self._phase())}</div>')
+            parts.append(f'<div class="answer-text pending">{escape_html(self._phase())}</div>')
         elif state == "stopped":
             parts.append('<div class="answer-text pending">Stopped before any answer was found.</div>')
         elif state == "final":
@@ -503,16 +485,16 @@ class RunTranscript:
             notes.append(answer_note(latest.taught))
         if state == "unfinished":
             notes.append(INTERRUPTED_NOTE)
-        out = [f'<p class="answer-note">{h(n)}</p>' for n in notes]
+        out = [f'<p class="answer-note">{escape_html(n)}</p>' for n in notes]
         if state == "failed" and self.failure is not None:
-            out.append(f'<p class="answer-error">❌ {h(self.failure.message)}</p>')
+            out.append(f'<p class="answer-error">❌ {escape_html(self.failure.message)}</p>')
         if self.verdict is not None and state in ("final", "working"):
             v = self.verdict
-            out.append(f'<p class="answer-verdict">⚖️ Verdict: <b>{h(v.label)}</b>, {h(verdict_provenance(v))}</p>')
+            out.append(f'<p class="answer-verdict">⚖️ Verdict: <b>{escape_html(v.label)}</b>, {escape_html(verdict_provenance(v))}</p>')
         if self.feedback is not None:
-            correction = (f"; the right answer, as you typed it: <b>{h(self.feedback.right_answer)}</b>"
+            correction = (f"; the right answer, as you typed it: <b>{escape_html(self.feedback.right_answer)}</b>"
                           if self.feedback.right_answer else "")
-            out.append(f'<p class="answer-verdict feedback">👤 Your feedback: <b>{h(self.feedback.label_after)}</b>'
+            out.append(f'<p class="answer-verdict feedback">👤 Your feedback: <b>{escape_html(self.feedback.label_after)}</b>'
                        f'{correction}</p>')
         return out
 
@@ -521,20 +503,20 @@ class RunTranscript:
         passage = cited_passage(citation, self.passages)
         where = source_label(citation)
         link = _href(citation.get("url"))
-        sentence = f' — “{h(citation["sentence"])}”' if citation.get("sentence") else ""
-        body = (f'<div class="passage-text">{h(passage.get("text"))}</div>' if passage is not None and passage.get("text")
+        sentence = f' — “{escape_html(citation["sentence"])}”' if citation.get("sentence") else ""
+        body = (f'<div class="passage-text">{escape_html(passage.get("text"))}</div>' if passage is not None and passage.get("text")
                 else '<div class="passage-text missing">The passage\'s text is not in this run\'s events.</div>')
-        meta = [h(where)]
+        meta = [escape_html(where)]
         opener = source_opener(citation.get("url"))
         if link:
             meta.append(f'<a href="{link}" target="_blank" rel="noopener noreferrer">{link}</a>')
         elif opener:
             meta.append(opener)
         elif citation.get("url"):
-            meta.append(f'<span class="locator">{h(citation.get("url"))}</span>')
-        return (f'<li><details class="citation" data-key="{h(self._cite_key(n))}">'
-                f'<summary><span class="cite-n">[{h(n)}]</span> <b>{h(citation.get("title") or "(untitled)")}</b>'
-                f'<span class="cite-where"> · {h(where)}</span>{sentence}</summary>'
+            meta.append(f'<span class="locator">{escape_html(citation.get("url"))}</span>')
+        return (f'<li><details class="citation" data-key="{escape_html(self._cite_key(n))}">'
+                f'<summary><span class="cite-n">[{escape_html(n)}]</span> <b>{escape_html(citation.get("title") or "(untitled)")}</b>'
+                f'<span class="cite-where"> · {escape_html(where)}</span>{sentence}</summary>'
                 f'<div class="passage"><div class="passage-meta">{" · ".join(meta)}</div>{body}</div></details></li>')
 
     # -- the trace --------------------------------------------------------------------------------
@@ -545,7 +527,7 @@ class RunTranscript:
         return '<div class="trace">' + "".join(rows) + "</div>"
 
     def _key(self, *parts: object) -> str:
-        return h(":".join(str(p) for p in (self.run_id, *parts)))
+        return escape_html(":".join(str(p) for p in (self.run_id, *parts)))
 
     def _details(self, css: str, key: str, summary: str, body: str) -> str:
         return (f'<details class="entry {css}" data-key="{key}"><summary>{summary}</summary>'
@@ -558,59 +540,59 @@ class RunTranscript:
             lines = []
             for label, items in (("successful strategy", item.successful), ("failure lesson", item.failed)):
                 for x in items:
-                    shown = (f"{STRATEGY_SHOWN}: {h(x['strategy'])}" if x.get("strategy")
-                             else f"as the Planner read it: {h(memory_shown(x))}")
-                    lines.append(f"<li>{label} {memory_anchor(x['id'])} ({h(uses_phrase(x))}, score "
+                    shown = (f"{STRATEGY_SHOWN}: {escape_html(x['strategy'])}" if x.get("strategy")
+                             else f"as the Planner read it: {escape_html(memory_shown(x))}")
+                    lines.append(f"<li>{label} {memory_anchor(x['id'])} ({escape_html(uses_phrase(x))}, score "
                                  f"{x['score']:.2f}), {shown}</li>")
             body = f"<ul>{''.join(lines)}</ul>" if lines else "<p>No memories yet for this kind of question.</p>"
-            taught = f" · 🎓 {h(recall_note(item.taught))}" if item.taught else ""
+            taught = f" · 🎓 {escape_html(recall_note(item.taught))}" if item.taught else ""
             return self._details("memories", self._key("memories"),
                                  f"🧠 Memories: {len(item.successful)} successful, {len(item.failed)} failed{taught}", body)
         if kind == "plan":
             title = "🗺️ Plan" if item.revision == 0 else f"🗺️ Supplementary plan (after reflection {item.revision})"
-            first = f": {h(_clip(item.steps[0], 90))}" if item.steps else ""
+            first = f": {escape_html(_clip(item.steps[0], 90))}" if item.steps else ""
             more = f" (+{len(item.steps) - 1} more)" if len(item.steps) > 1 else ""
             answered = {hop.number: hop for hop in self.run.hops} if item.revision == 0 else {}
             if answered:
                 title = "🧩 Plan of sub-questions"
-            body = "<ol>" + "".join(f"<li>{h(s)}{self._hop_answer(answered.get(i))}</li>"
+            body = "<ol>" + "".join(f"<li>{escape_html(s)}{self._hop_answer(answered.get(i))}</li>"
                                     for i, s in enumerate(item.steps, 1)) + "</ol>"
             if item.recovered:
-                body += f'<p class="recovery">⚠️ Recovery: {h(item.recovered)}</p>'
+                body += f'<p class="recovery">⚠️ Recovery: {escape_html(item.recovered)}</p>'
             if item.planner_model:
-                body += f'<p class="muted">written by {h(item.planner_model)}</p>'
+                body += f'<p class="muted">written by {escape_html(item.planner_model)}</p>'
             return self._details("plan", self._key("plan", item.revision),
                                  f"{title} · {len(item.steps)} step{'s' if len(item.steps) != 1 else ''}{first}{more}", body)
         if kind == "answer":
-            return f'<div class="entry answer">📝 Answer: {h(item.text or "(no answer)")}{self._forced(item)}</div>'
+            return f'<div class="entry answer">📝 Answer: {escape_html(item.text or "(no answer)")}{self._forced(item)}</div>'
         if kind == "hop":
-            return (f'<div class="entry hop">🧩 Hop {h(item.number)}: {h(item.question)} → '
-                    f'<b>{h(item.answer or "(no answer)")}</b> <span class="muted">{h(hop_outcome(item)[len(item.answer):].strip())}'
+            return (f'<div class="entry hop">🧩 Hop {escape_html(item.number)}: {escape_html(item.question)} → '
+                    f'<b>{escape_html(item.answer or "(no answer)")}</b> <span class="muted">{escape_html(hop_outcome(item)[len(item.answer):].strip())}'
                     f'</span></div>')
         if kind == "reflection":
             decision = "replan" if item.replan else "the answer stands"
             return f'<div class="entry reflection">🔁 Reflection {item.round}: {decision}</div>'
         if kind == "verdict":
-            lines = [f"<li>{h(f)}</li>" for f in item.feedback]
+            lines = [f"<li>{escape_html(f)}</li>" for f in item.feedback]
             if item.evidence:
-                lines.append(f"<li>evidence checked: {h('; '.join(item.evidence))}</li>")
-            body = f"<ul>{''.join(lines)}</ul>" if lines else f"<p>Method: {h(item.method)}</p>"
+                lines.append(f"<li>evidence checked: {escape_html('; '.join(item.evidence))}</li>")
+            body = f"<ul>{''.join(lines)}</ul>" if lines else f"<p>Method: {escape_html(item.method)}</p>"
             return self._details("verdict", self._key("verdict"),
-                                 f"⚖️ Verdict: {h(item.label)}, {h(verdict_provenance(item))}", body)
+                                 f"⚖️ Verdict: {escape_html(item.label)}, {escape_html(verdict_provenance(item))}", body)
         if kind == "memory":
             label = stored_label(item)
-            body = (f"<p>{h(item.summary)}</p><p class='muted'>type: {h(item.question_type)}, "
-                    f"{h(summary_origin(item.summary_source))} · open {memory_anchor(item.memory_id)}</p>")
+            body = (f"<p>{escape_html(item.summary)}</p><p class='muted'>type: {escape_html(item.question_type)}, "
+                    f"{escape_html(summary_origin(item.summary_source))} · open {memory_anchor(item.memory_id)}</p>")
             return self._details("memory", self._key("memory"),
-                                 f"💾 Memory stored {h(item.memory_id[:8])} ({label})", body)
+                                 f"💾 Memory stored {escape_html(item.memory_id[:8])} ({label})", body)
         if kind == "summary":
             stopped = " (stopped by the user)" if item.stopped else ""
-            return f'<div class="entry run-summary">📊 Run summary{stopped}: {h(stats_text(item.stats))}</div>'
+            return f'<div class="entry run-summary">📊 Run summary{stopped}: {escape_html(stats_text(item.stats))}</div>'
         if kind == "failure":
-            return f'<div class="entry failure">❌ {h(item.message)}</div>'
+            return f'<div class="entry failure">❌ {escape_html(item.message)}</div>'
         if kind == "note":
             icon, text = item
-            return f'<div class="entry note">{h(icon)} {h(text)}</div>'
+            return f'<div class="entry note">{escape_html(icon)} {escape_html(text)}</div>'
         return ""
 
     @staticmethod
@@ -619,11 +601,11 @@ class RunTranscript:
         if hop is None:
             return ""
         source = hop.sentence.partition(": ")[0] if hop.sentence else "no retrieved sentence states it"
-        return f' → <b>{h(hop.answer or "(no answer)")}</b> <span class="muted">({h(source)})</span>'
+        return f' → <b>{escape_html(hop.answer or "(no answer)")}</b> <span class="muted">({escape_html(source)})</span>'
 
     @staticmethod
     def _forced(answer: AnswerReady) -> str:
-        return f' <span class="muted">(forced: {h(answer.reason)})</span>' if answer.forced else ""
+        return f' <span class="muted">(forced: {escape_html(answer.reason)})</span>' if answer.forced else ""
 
     def _step_html(self, step: StepView) -> str:
         parts = []
@@ -642,19 +624,19 @@ class RunTranscript:
                 result = (f"{len(titles)} passage{'s' if len(titles) != 1 else ''}: {shown}{extra}" if titles
                           else "no passages")
                 seconds += returned.seconds
-            parts.append(f"{icon} {h(called.name)} {h(asked)} → {h(result)}")
+            parts.append(f"{icon} {escape_html(called.name)} {escape_html(asked)} → {escape_html(result)}")
         for answer in step.answers:
             verb = "answered" if not answer.forced else ("answer so far" if answer.reason == STOPPED_BY_USER
                                                          else "answer forced")
-            parts.append(f"✅ {verb} “{h(_clip(answer.text or '(no answer)', 120))}”")
+            parts.append(f"✅ {verb} “{escape_html(_clip(answer.text or '(no answer)', 120))}”")
         if not parts:
             if step.draft:
                 parts.append("✍️ writing…")
             elif step.thoughts:
-                parts.append(f"💭 {h(_clip(step.thoughts[-1], 120))}")
+                parts.append(f"💭 {escape_html(_clip(step.thoughts[-1], 120))}")
             elif step.recoveries:
                 last = step.recoveries[-1]
-                parts.append(f"{'🧭' if last.routine else '⚠️'} {h(_clip(last.reason, 120))}")
+                parts.append(f"{'🧭' if last.routine else '⚠️'} {escape_html(_clip(last.reason, 120))}")
             else:
                 parts.append("…")
         badges = ""
@@ -669,19 +651,19 @@ class RunTranscript:
     def _step_body(self, step: StepView) -> str:
         body = []
         for thought in step.thoughts:
-            body.append(f'<p class="thought">💭 <b>Thought:</b> {h(thought)}</p>')
+            body.append(f'<p class="thought">💭 <b>Thought:</b> {escape_html(thought)}</p>')
         for r in step.recoveries:
             if r.routine:
-                body.append(f'<p class="guided muted">🧭 Guided: {h(r.reason)} → {h(r.action)}</p>')
+                body.append(f'<p class="guided muted">🧭 Guided: {escape_html(r.reason)} → {escape_html(r.action)}</p>')
             else:
-                body.append(f'<p class="recovery">⚠️ <b>Recovery:</b> {h(r.reason)} → {h(r.action)}</p>')
+                body.append(f'<p class="recovery">⚠️ <b>Recovery:</b> {escape_html(r.reason)} → {escape_html(r.action)}</p>')
         for called, returned in step.calls:
-            body.append(f'<p class="call">🔧 <b>{h(called.name)}</b> arguments: '
-                        f'<code>{h(json.dumps(called.arguments, ensure_ascii=False))}</code></p>')
+            body.append(f'<p class="call">🔧 <b>{escape_html(called.name)}</b> arguments: '
+                        f'<code>{escape_html(json.dumps(called.arguments, ensure_ascii=False))}</code></p>')
             if returned is None:
                 continue
             if not returned.ok:
-                body.append(f'<p class="tool-error">❌ {h(returned.error)}</p>')
+                body.append(f'<p class="tool-error">❌ {escape_html(returned.error)}</p>')
                 continue
             if not returned.passages:
                 body.append('<p class="muted">(no passages)</p>')
@@ -690,13 +672,13 @@ class RunTranscript:
                 opener = source_opener(p.get("url"))
                 anchor = (f' · <a href="{link}" target="_blank" rel="noopener noreferrer">link</a>' if link
                           else f" · {opener}" if opener else "")
-                body.append(f'<div class="passage"><div class="passage-meta"><b>{h(p.get("title", ""))}</b> · '
-                            f'{h(source_label(p))}{anchor}</div><div class="passage-text">{h(p.get("text") or "")}</div></div>')
+                body.append(f'<div class="passage"><div class="passage-meta"><b>{escape_html(p.get("title", ""))}</b> · '
+                            f'{escape_html(source_label(p))}{anchor}</div><div class="passage-text">{escape_html(p.get("text") or "")}</div></div>')
             body.append(f'<p class="muted">{returned.seconds:.2f} s</p>')
         for answer in step.answers:
-            body.append(f'<p class="answer">📝 <b>Answer:</b> {h(answer.text or "(no answer)")}{self._forced(answer)}</p>')
+            body.append(f'<p class="answer">📝 <b>Answer:</b> {escape_html(answer.text or "(no answer)")}{self._forced(answer)}</p>')
         if step.draft:
-            body.append(f'<pre class="draft">{h(step.draft)}</pre>')
+            body.append(f'<pre class="draft">{escape_html(step.draft)}</pre>')
         return "".join(body) or '<p class="muted">(nothing yet)</p>'
 
 
@@ -708,7 +690,7 @@ def _clip(text: str, limit: int) -> str:
 def memory_anchor(memory_id: str) -> str:
     """A link that opens the memory in the Memory view (a new page at ?memory=ID)."""
     if not _MEMORY_ID.match(memory_id):
-        return f"<code>{h(memory_id[:8])}</code>"
+        return f"<code>{escape_html(memory_id[:8])}</code>"
     return f'<a href="?memory={memory_id}" target="_blank" rel="noopener"><code>{memory_id[:8]}</code></a>'
 
 

@@ -15,7 +15,8 @@ from datetime import datetime
 import gradio as gr
 
 from app.documents_tab import open_source
-from app.render import KEEP_OPEN_JS, RESEARCH_CSS, RunLimits, RunTranscript, esc, transcript_of
+from app.escaping import escape_markdown
+from app.render import KEEP_OPEN_JS, RESEARCH_CSS, RunLimits, RunTranscript, transcript_of
 from app.report import DOC_SCHEME, source_label, write_report_files
 from app.session import RUNS_AT_ONCE, AppContext, ReadOnlyModeError
 from backend.agent import RunRequest
@@ -80,7 +81,7 @@ NOT_RUNNING_SENTENCE = "Test-time learning is not running yet"
 def search_status(ctx: AppContext) -> str:
     tool = ctx.runtime.agent.tools.get("search")
     index = getattr(tool, "index", None)
-    return f"Search: {esc(index.search_mode())}." if index is not None else ""
+    return f"Search: {escape_markdown(index.search_mode())}." if index is not None else ""
 
 
 def learning_state_line(ctx: AppContext, namespace: str | None = None) -> str:
@@ -291,7 +292,7 @@ def open_cited_source(ctx: AppContext, request: gr.Request | None, locator: obje
     path, text = open_source(ctx, request, locator)
     if path is None:
         return None, text
-    return path, f"**{esc(source_label({'url': locator}))}**\n\n{text}"
+    return path, f"**{escape_markdown(source_label({'url': locator}))}**\n\n{text}"
 
 
 def _session(request: gr.Request | None) -> str:
@@ -433,10 +434,10 @@ def build_research_tab(ctx: AppContext):
                                                 namespace=ctx.namespace_of(request))),
             )
         except (FeedbackError, ReadOnlyModeError, MemoryStoreError, LLMError) as exc:
-            return f"⚠️ {esc(exc)}"
+            return f"⚠️ {escape_markdown(exc)}"
         scope = None if ctx.users is None or ctx.is_admin(request) else ctx.namespace_of(request)
         changes = feedback_changes(ctx, outcome.changes, thumbs=thumbs, right_answer=answer, namespace=scope)
-        return "**Feedback applied.**\n\n" + "\n".join(f"- {esc(line)}" for line in changes)
+        return "**Feedback applied.**\n\n" + "\n".join(f"- {escape_markdown(line)}" for line in changes)
 
     def logged_transcript(namespace: str, wanted: str) -> RunTranscript:
         """A past run rebuilt from the run log, with the person's verdict and right answer when
@@ -472,8 +473,9 @@ def build_research_tab(ctx: AppContext):
         try:
             transcript = logged_transcript(ctx.namespace_of(request), wanted)
         except (KeyError, ValueError):
-            return *unchanged, f"⚠️ No run {esc(wanted)!s} in your history; pick a run from the table.", gr.update(), gr.update()
-        return (*views(transcript), wanted, f"Reopened run `{esc(wanted)}`.",
+            return (*unchanged, f"⚠️ No run {escape_markdown(wanted)!s} in your history; pick a run from the table.",
+                    gr.update(), gr.update())
+        return (*views(transcript), wanted, f"Reopened run `{escape_markdown(wanted)}`.",
                 *report_downloads(ctx, transcript, ctx.user_of(request)))
 
     def pick_history_row(evt: gr.SelectData) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 
 from app.connection_check import ConnectionProblem
-from app.render import esc
+from app.escaping import escape_markdown
 from app.session import AppContext, ReadOnlyModeError
 from app.settings import ROLE_COLUMNS, apply_role, proposed_config, role_rows, settings_refusal, test_connection
 from backend.config import BACKENDS, ConfigError
@@ -44,25 +44,26 @@ def build_settings_tab(ctx: AppContext):
     def check(role_name, b, url, name, key, private, request: gr.Request) -> str:
         refusal = settings_refusal(ctx, request)
         if refusal:
-            return f"⚠️ {esc(refusal)}"
+            return f"⚠️ {escape_markdown(refusal)}"
         try:
             proposed = proposed_config(ctx.runtime.config, role_name, b, url or "", name or "", key or "")
         except ConfigError as exc:
-            return f"⚠️ Not valid: {esc(exc)}"
-        return esc(test_connection(proposed.role(role_name), ctx.runtime, role_name, allow_private=bool(private)))
+            return f"⚠️ Not valid: {escape_markdown(exc)}"
+        return escape_markdown(test_connection(proposed.role(role_name), ctx.runtime, role_name,
+                                               allow_private=bool(private)))
 
     def save(role_name, b, url, name, key, private, request: gr.Request):
         refusal = settings_refusal(ctx, request)
         if refusal:
-            return f"⚠️ {esc(refusal)}", []
+            return f"⚠️ {escape_markdown(refusal)}", []
         try:
             ctx.require_writable()
             with ctx.settings_lock:
                 proposed = proposed_config(ctx.runtime.config, role_name, b, url or "", name or "", key or "")
                 message = apply_role(ctx.runtime, proposed, role_name, allow_private=bool(private))
         except (ConfigError, LLMError, ConnectionProblem, ReadOnlyModeError) as exc:
-            return f"⚠️ Not applied: {esc(exc)}", role_rows(ctx.runtime.config)
-        return f"✅ {esc(message)}", role_rows(ctx.runtime.config)
+            return f"⚠️ Not applied: {escape_markdown(exc)}", role_rows(ctx.runtime.config)
+        return f"✅ {escape_markdown(message)}", role_rows(ctx.runtime.config)
 
     role.change(current, [role], [backend, base_url, model])
     inputs = [role, backend, base_url, model, api_key, allow_private]
@@ -72,7 +73,7 @@ def build_settings_tab(ctx: AppContext):
     def load(request: gr.Request):
         refusal = settings_refusal(ctx, request)
         if refusal:
-            return f"⚠️ {esc(refusal)}", []
+            return f"⚠️ {escape_markdown(refusal)}", []
         return "", role_rows(ctx.runtime.config)
 
     return load, [notice, roles]

@@ -16,10 +16,10 @@ from starlette.middleware import Middleware
 
 from app.auth import UserDirectory
 from app.documents_tab import build_documents_tab
+from app.escaping import escape_markdown
 from app.learning_tab import build_learning_tab
 from app.login_guard import ClientAddress, LoginGuard
 from app.memory_tab import build_memory_tab, linked_memory
-from app.render import esc
 from app.research_tab import build_research_tab
 from app.session import AppContext
 from app.settings_tab import build_settings_tab
@@ -55,8 +55,8 @@ def build_ui(ctx: AppContext) -> gr.Blocks:
 
         def whoami(request: gr.Request) -> str:
             user = ctx.user_of(request)
-            parts = [f"Signed in as **{esc(user)}**" if ctx.users else "Local mode (no logins)",
-                     f"memories in namespace `{esc(ctx.namespace_of(request))}`"]
+            parts = [f"Signed in as **{escape_markdown(user)}**" if ctx.users else "Local mode (no logins)",
+                     f"memories in namespace `{escape_markdown(ctx.namespace_of(request))}`"]
             if ctx.users and ctx.is_admin(request):
                 parts.append("admin: every namespace is visible in Memory")
             if ctx.read_only:

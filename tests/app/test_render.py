@@ -1,8 +1,7 @@
 import json
 
-from app.render import (
-    KEEP_OPEN_JS, RunLimits, RunTranscript, esc, event_to_text, json_for_terminal, safe_url, transcript_of,
-)
+from app.escaping import escape_markdown, safe_url
+from app.render import KEEP_OPEN_JS, RunLimits, RunTranscript, event_to_text, json_for_terminal, transcript_of
 from backend.events import (
     AnswerReady,
     ExecutorThought,
@@ -24,7 +23,7 @@ SCRIPT = "<script>alert('x')</script>"
 
 
 def test_escape_neutralises_html_and_markdown_links():
-    out = esc(SCRIPT + " [click](javascript:alert(1))")
+    out = escape_markdown(SCRIPT + " [click](javascript:alert(1))")
     assert "<script>" not in out and "&lt;script&gt;" in out
     assert "[click]" not in out
 
