@@ -12,8 +12,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.connection_check import ConnectionProblem, ping_server
-from backend.config import BACKENDS, Config, ConfigError, RoleConfig, with_overrides
+from backend.config import Config, ConfigError, RoleConfig, with_overrides
 from backend.llm.base import LLMError
+from backend.llm.registry import UnknownBackend, backend_spec
 from backend.llm.openai_compat import normalise_base_url
 from backend.runtime import Runtime, make_chat_model
 
@@ -29,12 +30,6 @@ PING_TIMEOUT_S = 15.0
 ROLE_COLUMNS = ["role", "backend", "base URL", "model", "max new tokens"]
 
 
-LOCAL_NAMES = {"llamacpp": "The llama.cpp model", "embedded": "Embedded model"}
-LOCAL_DEFAULTS = {
-    "llamacpp": lambda role: role.model_file or "Qwen2.5-Coder-1.5B-Instruct (llama.cpp)",
-    "embedded": lambda role: role.model_dir or "SmolLM2-135M-Instruct (transformers)",
-}
-
 
 def settings_refusal(ctx: AppContext, request: gr.Request | None) -> str | None:
     """Why this person may not use Settings (a sentence), or None: the single local user and admins may."""
@@ -44,7 +39,7 @@ def settings_refusal(ctx: AppContext, request: gr.Request | None) -> str | None:
 def role_rows(config: Config) -> list[list]:
     rows = []
     for name, role in config.roles.items():
-        model = LOCAL_DEFAULTS[role.backend](role) if role.backend in LOCAL_DEFAULTS else role.model
+        model = backend_spec(role.backend).model_label(role)
         rows.append([name, role.backend, role.base_url or "-", model, role.max_new_tokens])
     return rows
 
@@ -53,13 +48,15 @@ def proposed_config(config: Config, role: str, backend: str, base_url: str, mode
     """The config with one role changed, validated by backend.config (ConfigError names the key)."""
     if role not in config.roles:
         raise ConfigError(f"roles.{role}: unknown role; roles are {', '.join(config.roles)}.")
-    if backend not in BACKENDS:
-        raise ConfigError(f"roles.{role}.backend: must be one of {', '.join(BACKENDS)}, got {backend!r}.")
+    try:
+        spec = backend_spec(backend)
+    except UnknownBackend as exc:
+        raise ConfigError(f"roles.{role}.backend: {exc}") from None
     current = config.role(role)
-    if backend in LOCAL_DEFAULTS:
+    if spec.local:
         new_role = replace(current, backend=backend, base_url="", model="", api_key="")
     else:
-        new_role = replace(current, backend="openai", base_url=base_url.strip(), model=model.strip(),
+        new_role = replace(current, backend=backend, base_url=base_url.strip(), model=model.strip(),
                            api_key=api_key.strip() or current.api_key)
     return with_overrides(replace(config, roles={**config.roles, role: new_role}))
 
@@ -68,7 +65,8 @@ def test_connection(role: RoleConfig, runtime: Runtime, role_name: str, *, allow
     """One tiny request to the role's model: the latency, or what failed (for a served model: a status
     and a short reason of ours, never the server's words). `allow_private`: an admin's choice."""
     started = time.perf_counter()
-    if role.backend in LOCAL_DEFAULTS:
+    spec = backend_spec(role.backend)
+    if spec.local:
         loaded = runtime.config.role(role_name).backend == role.backend
         if not loaded:
             return f"The {role.backend} model is not loaded for this role yet; apply the setting to load it."
@@ -76,7 +74,7 @@ def test_connection(role: RoleConfig, runtime: Runtime, role_name: str, *, allow
             runtime.agent.models[role_name].generate([{"role": "user", "content": "ping"}], max_new_tokens=1)
         except LLMError as exc:
             return f"Connection failed: {exc}"
-        return f"{LOCAL_NAMES[role.backend]} answered in {(time.perf_counter() - started) * 1000:.0f} ms."
+        return f"{spec.label} answered in {(time.perf_counter() - started) * 1000:.0f} ms."
     try:
         seconds = ping_server(role.base_url, role.model, role.api_key or None, allow_private=allow_private,
                               timeout_s=min(role.timeout_s, PING_TIMEOUT_S))
@@ -90,7 +88,7 @@ def apply_role(runtime: Runtime, new_config: Config, role: str, *, allow_private
     model must answer a one-token request first (under the connection test's address policy): a
     wrong URL or name is refused, never saved; ConnectionProblem says why."""
     proposed = new_config.role(role)
-    if proposed.backend == "openai":
+    if not backend_spec(proposed.backend).local:
         ping_server(proposed.base_url, proposed.model, proposed.api_key or None, allow_private=allow_private,
                     timeout_s=min(proposed.timeout_s, PING_TIMEOUT_S))
     model = make_chat_model(new_config, role, progress=False)

@@ -227,11 +227,10 @@ def start_learning(runtime: Runtime, *, config_path: str | None = None):
         learner.start()
         return learner
     from backend.feedback import open_feedback_queue
-    from training.ttrl.live import learning_root, planner_base_dir, swap_planner
+    from training.ttrl.live import learning_root, planner_weights_source, swap_planner
     from training.ttrl.remote import RemoteLearner, start_worker_process
 
-    if config.role("planner").backend == "openai" and not config.ttrl.base_model_dir:
-        planner_base_dir(config)  # raises the ConfigError that says what to set
+    planner_weights_source(config)  # a served Planner without ttrl.base_model_dir: the ConfigError saying what to set
     process = None
     if config.ttrl.worker == "process":
         process = start_worker_process(nice=config.ttrl.worker_nice, config_path=config_path,

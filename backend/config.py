@@ -24,10 +24,13 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, get_type_hints
 
+from backend.llm.registry import BACKENDS as BACKEND_SPECS
+from backend.llm.registry import UnknownBackend, backend_spec
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH = REPO_ROOT / "mia.toml"
 ROLES = ("planner", "executor", "manager", "judge")
-BACKENDS = ("llamacpp", "embedded", "openai")  # llamacpp: a GGUF on llama.cpp; embedded: transformers (SmolLM2)
+BACKENDS = tuple(BACKEND_SPECS)  # backend.llm.registry: llamacpp (a GGUF on llama.cpp), embedded (transformers), openai
 SMALL_SETTINGS = ("auto", "true", "false")
 
 
@@ -399,16 +402,11 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
 
 def validate_role(prefix: str, role: RoleConfig) -> None:
     """`prefix`: the role's key, ``roles.<name>``."""
-    if role.backend not in BACKENDS:
-        raise ConfigError(f"{prefix}.backend: must be one of {', '.join(BACKENDS)}, got {role.backend!r}.")
-    if role.backend == "openai":
-        if not role.base_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"{prefix}.base_url: an OpenAI-compatible backend needs an http(s) URL such as "
-                f"http://127.0.0.1:8000/v1, got {role.base_url!r}."
-            )
-        if not role.model:
-            raise ConfigError(f"{prefix}.model: name the served model (as `vllm serve` was given it).")
+    try:
+        spec = backend_spec(role.backend)
+    except UnknownBackend as exc:
+        raise ConfigError(f"{prefix}.backend: {exc}") from None
+    spec.validate(prefix, role)
     if role.small not in SMALL_SETTINGS:
         raise ConfigError(f"{prefix}.small: must be one of {', '.join(SMALL_SETTINGS)}, got {role.small!r}.")
     if role.repetition_penalty <= 0:

@@ -7,16 +7,13 @@ progress bars; later starts load the caches in seconds.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 from backend.agent import ResearchAgent
-from backend.config import Config, RoleConfig
+from backend.config import Config
 from backend.documents import DocumentLimits, DocumentStore
 from backend.llm.base import ChatModel
-from backend.llm.embedded import get_embedded_model, prepare_embedded_model
-from backend.llm.model_parts import assemble_qwen_gguf
-from backend.llm.openai_compat import OpenAIChatModel
+from backend.llm.registry import backend_spec
 from backend.runlog import RunLog
 from backend.tools import build_tools
 from memory_db import MemoryStore, get_embedder
@@ -24,48 +21,10 @@ from memory_db import MemoryStore, get_embedder
 log = logging.getLogger(__name__)
 
 
-def embedded_model_dir(config: Config, role: RoleConfig, *, progress: bool = True) -> Path:
-    if role.model_dir:
-        return resolve_path(config, role.model_dir)
-    return prepare_embedded_model(config.model_cache_dir, progress=progress)
-
-
-def resolve_path(config: Config, value: str) -> Path:
-    path = Path(value)
-    return path if path.is_absolute() else config.data_dir.parent / path
-
-
-def gguf_file(config: Config, role: RoleConfig, *, progress: bool = True) -> Path:
-    if role.model_file:
-        return resolve_path(config, role.model_file)
-    return assemble_qwen_gguf(config.model_cache_dir, progress=progress)
-
-
 def make_chat_model(config: Config, role_name: str, *, progress: bool = True) -> ChatModel:
     """The one factory of role models: the app, settings, the learner and the evaluation use it."""
     role = config.role(role_name)
-    if role.backend == "llamacpp":
-        from backend.llm.llamacpp import get_llamacpp_model
-
-        return get_llamacpp_model(
-            gguf_file(config, role, progress=progress), threads=role.threads, context_tokens=role.context_tokens,
-            slots=role.slots, small=role.small_override, repetition_penalty=role.repetition_penalty,
-        )
-    if role.backend == "embedded":
-        adapter = resolve_path(config, role.adapter_dir) if role.adapter_dir else None
-        return get_embedded_model(embedded_model_dir(config, role, progress=progress), adapter)
-    model = OpenAIChatModel(
-        role.base_url,
-        role.model,
-        api_key=role.api_key or None,
-        timeout_s=role.timeout_s,
-        supports_images=role.supports_images,
-        context_tokens=role.context_tokens,
-        repetition_penalty=role.repetition_penalty,
-    )
-    if role.small_override is not None:
-        model.traits = replace(model.traits, small=role.small_override)
-    return model
+    return backend_spec(role.backend).build(config, role, progress)
 
 
 @dataclass

@@ -60,7 +60,7 @@ def prepare(dtype: str) -> dict:
     """The trained copy of the llama.cpp Planner's GGUF, converting it if needed."""
     from backend.config import load_config
     from backend.llm.gguf_import import read_manifest
-    from backend.runtime import gguf_file
+    from backend.llm.registry import gguf_file
     from training.ttrl.live import planner_base_dir
 
     config = load_config()

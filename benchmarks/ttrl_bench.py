@@ -79,14 +79,14 @@ def learn(args, out: Path) -> dict:
     from backend.config import load_config
     from backend.eval.datasets import load_questions
     from backend.runtime import build_runtime
-    from training.ttrl.live import build_learner, planner_base_dir
+    from training.ttrl.live import build_learner, planner_base_dir, planner_weights_source
     from training.ttrl.stream import submit_new
 
     config = load_config()
     # A llama.cpp Planner trains on a transformers copy of its GGUF: dequantised once into the app's
     # own model folder (about 7 GB, minutes here) and shared with the app, not redone per run folder.
     base_model_dir = config.ttrl.base_model_dir or (
-        str(planner_base_dir(config)) if config.role("planner").backend == "llamacpp" else "")
+        str(planner_base_dir(config)) if planner_weights_source(config).is_file() else "")
     config = replace(config, data_dir=out / "app", memory_url="",
                      ttrl=replace(config.ttrl, enabled=True, base_model_dir=base_model_dir,
                                   signals_per_update=args.signals_per_update,

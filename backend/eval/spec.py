@@ -20,6 +20,7 @@ from backend.methods import METHOD_NAMES as METHODS
 from backend.config import REPO_ROOT, AgentConfig, Config
 from backend.eval.datasets import load_questions
 from backend.eval.results import ResultsFile
+from backend.llm.registry import backend_spec
 from backend.events import Event
 from backend.runlog import RunLog
 
@@ -143,16 +144,7 @@ def inherited_run_ids(out_dir: Path) -> set[str]:
 
 def role_identity(config: Config) -> dict[str, str]:
     """Which model each role runs on, as the configuration names it."""
-    identity = {}
-    for name, role in sorted(config.roles.items()):
-        if role.backend == "llamacpp":
-            identity[name] = f"llamacpp:{role.model_file or 'Qwen2.5-Coder-1.5B-Instruct.Q4_K_M'}"
-        elif role.backend == "embedded":
-            adapter = f"+{role.adapter_dir}" if role.adapter_dir else ""
-            identity[name] = f"embedded:{role.model_dir or 'SmolLM2-135M-Instruct'}{adapter}"
-        else:
-            identity[name] = f"openai:{role.model}@{role.base_url}"
-    return identity
+    return {name: backend_spec(role.backend).identity(role) for name, role in sorted(config.roles.items())}
 
 
 def portable_path(path: Path | str) -> str:

@@ -393,7 +393,7 @@ def test_a_served_planner_loads_the_new_adapter_by_name(tmp_path, tiny_model_dir
     from backend.llm.openai_compat import OpenAIChatModel
     from backend.llm.serve import start_server_in_thread
     from training.policy import LoraSettings, PolicyChatModel
-    from training.ttrl.live import ServedAdapterPlanner, register_served_adapter, served_adapter_name
+    from backend.llm.adapters import ServedAdapterPlanner, register_served_adapter, served_adapter_name
 
     policy = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
     with torch.no_grad():  # a non-zero adapter, so the served answer can differ from the base model's
@@ -432,7 +432,7 @@ def test_a_served_planner_loads_the_new_adapter_by_name(tmp_path, tiny_model_dir
 
 def test_an_already_loaded_answer_for_a_name_the_server_does_not_list_is_an_error(tmp_path, tiny_model):
     from backend.llm.base import LLMError
-    from training.ttrl.live import register_served_adapter, served_adapter_name
+    from backend.llm.adapters import register_served_adapter, served_adapter_name
 
     adapter = tmp_path / "v0003" / "adapter"
     adapter.mkdir(parents=True)

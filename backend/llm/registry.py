@@ -1,0 +1,214 @@
+"""Every LLM backend a role may name, and everything the rest of the code asks of one.
+
+A backend is one module with its ChatModel (e.g. backend/llm/llamacpp.py) plus one entry in
+`BACKENDS` below. Each place that used to dispatch on the name (building the model, the evaluation
+manifest's identity, the Settings form, validation, the learner's weights, a Planner version's
+adapter) asks the entry instead, so a backend that is not listed is refused with the names that are,
+never quietly built as another kind. Heavy modules (torch, llama.cpp, httpx) load inside the
+entries' functions, when a role first uses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from backend.config import Config, RoleConfig
+    from backend.llm.adapters import AdapterVersion
+    from backend.llm.base import ChatModel
+
+
+class UnknownBackend(ValueError):
+    """A role names a backend that is not in the registry."""
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """`local`: the model runs in this process (Settings asks no URL; the connection test calls it).
+    `build(config, role, progress)`: the role's model. `identity(role)`: which model, as an evaluation
+    manifest records it. `label`: how Settings names a local model in sentences. `model_label(role)`:
+    the Settings table's model column. `validate(prefix, role)`: raise ConfigError for fields this
+    backend needs. `trainable_weights(config, role)`: where test-time learning finds the weights to
+    train (a transformers folder, or a GGUF file dequantised on first training); raise ConfigError
+    when there are none here. `planner_version(config, role, version)`: the model answering with a
+    trained LoRA version. `publish_version(config, role, version)`: make a promoted version ready for
+    other app processes to load."""
+
+    name: str
+    local: bool
+    build: Callable[[Config, RoleConfig, bool], ChatModel]
+    identity: Callable[[RoleConfig], str]
+    label: str
+    model_label: Callable[[RoleConfig], str]
+    trainable_weights: Callable[[Config, RoleConfig], Path]
+    planner_version: Callable[[Config, RoleConfig, AdapterVersion], ChatModel]
+    validate: Callable[[str, RoleConfig], None] = lambda prefix, role: None
+    publish_version: Callable[[Config, RoleConfig, AdapterVersion], None] = lambda config, role, version: None
+
+
+def backend_spec(name: str) -> BackendSpec:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise UnknownBackend(f"must be one of {', '.join(BACKENDS)}, got {name!r}.") from None
+
+
+def resolve_path(config: Config, value: str) -> Path:
+    """A configured path: absolute, or relative to the folder holding the data directory."""
+    path = Path(value)
+    return path if path.is_absolute() else config.data_dir.parent / path
+
+
+# -- llama.cpp: a GGUF file (default: Qwen2.5-Coder-1.5B-Instruct assembled from its wheels) ----------
+
+def gguf_file(config: Config, role: RoleConfig, *, progress: bool = True) -> Path:
+    from backend.llm.model_parts import assemble_qwen_gguf
+
+    if role.model_file:
+        return resolve_path(config, role.model_file)
+    return assemble_qwen_gguf(config.model_cache_dir, progress=progress)
+
+
+def _build_llamacpp(config: Config, role: RoleConfig, progress: bool) -> ChatModel:
+    from backend.llm.llamacpp import get_llamacpp_model
+
+    return get_llamacpp_model(
+        gguf_file(config, role, progress=progress), threads=role.threads, context_tokens=role.context_tokens,
+        slots=role.slots, small=role.small_override, repetition_penalty=role.repetition_penalty,
+    )
+
+
+def _llamacpp_version(config: Config, role: RoleConfig, version: AdapterVersion) -> ChatModel:
+    from backend.llm.adapters import gguf_adapter_for
+
+    base_model = _build_llamacpp(config, role, False)
+    adapter = gguf_adapter_for(version, gguf_file(config, role, progress=False))
+    return base_model.with_adapter(adapter, name=f"{base_model.name}+{version.name}")
+
+
+def _publish_llamacpp(config: Config, role: RoleConfig, version: AdapterVersion) -> None:
+    from backend.llm.adapters import gguf_adapter_for
+
+    gguf_adapter_for(version, gguf_file(config, role, progress=False))
+
+
+LLAMACPP = BackendSpec(
+    name="llamacpp",
+    local=True,
+    build=_build_llamacpp,
+    identity=lambda role: f"llamacpp:{role.model_file or 'Qwen2.5-Coder-1.5B-Instruct.Q4_K_M'}",
+    label="The llama.cpp model",
+    model_label=lambda role: role.model_file or "Qwen2.5-Coder-1.5B-Instruct (llama.cpp)",
+    trainable_weights=lambda config, role: gguf_file(config, role, progress=False),
+    planner_version=_llamacpp_version,
+    publish_version=_publish_llamacpp,
+)
+
+
+# -- embedded: a transformers folder (default: SmolLM2-135M-Instruct prepared from its GGUF) -----------
+
+def embedded_model_dir(config: Config, role: RoleConfig, *, progress: bool = True) -> Path:
+    from backend.llm.gguf_import import prepare_embedded_model
+
+    if role.model_dir:
+        return resolve_path(config, role.model_dir)
+    return prepare_embedded_model(config.model_cache_dir, progress=progress)
+
+
+def _build_embedded(config: Config, role: RoleConfig, progress: bool) -> ChatModel:
+    from backend.llm.embedded import get_embedded_model
+
+    adapter = resolve_path(config, role.adapter_dir) if role.adapter_dir else None
+    return get_embedded_model(embedded_model_dir(config, role, progress=progress), adapter)
+
+
+def _embedded_version(config: Config, role: RoleConfig, version: AdapterVersion) -> ChatModel:
+    from backend.llm.embedded import EmbeddedChatModel
+
+    base_dir = (resolve_path(config, config.ttrl.base_model_dir) if config.ttrl.base_model_dir
+                else embedded_model_dir(config, role, progress=False))
+    return EmbeddedChatModel(base_dir, adapter_dir=version.adapter_path)
+
+
+def _embedded_identity(role: RoleConfig) -> str:
+    adapter = f"+{role.adapter_dir}" if role.adapter_dir else ""
+    return f"embedded:{role.model_dir or 'SmolLM2-135M-Instruct'}{adapter}"
+
+
+EMBEDDED = BackendSpec(
+    name="embedded",
+    local=True,
+    build=_build_embedded,
+    identity=_embedded_identity,
+    label="Embedded model",
+    model_label=lambda role: role.model_dir or "SmolLM2-135M-Instruct (transformers)",
+    trainable_weights=lambda config, role: embedded_model_dir(config, role, progress=False),
+    planner_version=_embedded_version,
+)
+
+
+# -- openai: an OpenAI-compatible server (vLLM, llama-server, a hosted API) -------------------------
+
+def _build_openai(config: Config, role: RoleConfig, progress: bool) -> ChatModel:
+    from backend.llm.openai_compat import OpenAIChatModel
+
+    model = OpenAIChatModel(
+        role.base_url, role.model, api_key=role.api_key or None, timeout_s=role.timeout_s,
+        supports_images=role.supports_images, context_tokens=role.context_tokens,
+        repetition_penalty=role.repetition_penalty,
+    )
+    if role.small_override is not None:
+        model.traits = replace(model.traits, small=role.small_override)
+    return model
+
+
+def _validate_openai(prefix: str, role: RoleConfig) -> None:
+    from backend.config import ConfigError
+
+    if not role.base_url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"{prefix}.base_url: an OpenAI-compatible backend needs an http(s) URL such as "
+            f"http://127.0.0.1:8000/v1, got {role.base_url!r}."
+        )
+    if not role.model:
+        raise ConfigError(f"{prefix}.model: name the served model (as `vllm serve` was given it).")
+
+
+def _served_weights(config: Config, role: RoleConfig) -> Path:
+    from backend.config import ConfigError
+
+    raise ConfigError(
+        "ttrl.base_model_dir: the Planner is served, so test-time learning needs the served model's weights "
+        "on this machine (a transformers folder) to train its LoRA adapter; set ttrl.base_model_dir or ttrl.enabled = false."
+    )
+
+
+def _served_version(config: Config, role: RoleConfig, version: AdapterVersion) -> ChatModel:
+    from backend.llm.adapters import ServedAdapterPlanner
+
+    return ServedAdapterPlanner(role, version)
+
+
+def _publish_served(config: Config, role: RoleConfig, version: AdapterVersion) -> None:
+    from backend.llm.adapters import register_served_adapter
+
+    register_served_adapter(role.base_url, version, api_key=role.api_key, timeout_s=role.timeout_s)
+
+
+OPENAI = BackendSpec(
+    name="openai",
+    local=False,
+    build=_build_openai,
+    identity=lambda role: f"openai:{role.model}@{role.base_url}",
+    label="The served model",
+    model_label=lambda role: role.model,
+    validate=_validate_openai,
+    trainable_weights=_served_weights,
+    planner_version=_served_version,
+    publish_version=_publish_served,
+)
+
+BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in (LLAMACPP, EMBEDDED, OPENAI)}
