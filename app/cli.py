@@ -76,7 +76,7 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from app.render import event_to_text, json_for_terminal
+    from app.render_text import event_to_text, json_for_terminal
     from app.vector_build import dense_vectors_ready
     from backend.runtime import build_runtime
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from app.escaping import escape_markdown
-from app.render import uses_text
+from app.wording import uses_text
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
 from memory_db import HistoryEntry, Memory, MemoryStore

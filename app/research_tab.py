@@ -16,9 +16,10 @@ import gradio as gr
 
 from app.documents_tab import open_source
 from app.escaping import escape_markdown
-from app.render import KEEP_OPEN_JS, RESEARCH_CSS, RunLimits, RunTranscript, transcript_of
+from app.render_html import KEEP_OPEN_JS, RESEARCH_CSS, TranscriptPage, transcript_of
 from app.report import DOC_SCHEME, source_label, write_report_files
 from app.session import RUNS_AT_ONCE, AppContext, ReadOnlyModeError
+from app.transcript import RunLimits, RunTranscript
 from backend.agent import RunRequest
 from backend.events import RunFinished, TextDelta
 from backend.feedback_queue import FeedbackItem
@@ -215,7 +216,7 @@ class QuestionRun:
 
     def __init__(self, ctx: AppContext, request: RunRequest, stop: threading.Event) -> None:
         self.ctx, self.request, self.stop = ctx, request, stop
-        self.transcript = RunTranscript()
+        self.transcript = TranscriptPage()
         self.finished = False
         self.ended = threading.Event()  # set once the run is over, on the page or in the background
         self._events = ctx.agent.run(request, stop_requested=stop.is_set)
@@ -225,7 +226,7 @@ class QuestionRun:
         self.ctx.runs_under_way.add(event.run_id)
         self.finished = self.finished or isinstance(event, RunFinished)
 
-    def follow(self) -> Iterator[RunTranscript]:
+    def follow(self) -> Iterator[TranscriptPage]:
         """The transcript after each event (streamed text at most every DELTA_INTERVAL_S); the
         learner gives way meanwhile. Closed early (the page went away), the run goes on in the background."""
         shown_at = 0.0
@@ -339,7 +340,7 @@ def build_research_tab(ctx: AppContext):
                             type="filepath", elem_id="image")
             caption = gr.Textbox(label="What the image shows (optional)", elem_id="caption")
 
-    answer_box = gr.HTML(RunTranscript().answer_html(), elem_id="answer-box", js_on_load=KEEP_OPEN_JS,
+    answer_box = gr.HTML(TranscriptPage().answer_html(), elem_id="answer-box", js_on_load=KEEP_OPEN_JS,
                          css_template=RESEARCH_CSS)
     with gr.Row(elem_id="downloads"):
         report_md = gr.DownloadButton("⬇ Report (Markdown)", visible=False, size="sm", scale=0, min_width=200,
@@ -351,7 +352,7 @@ def build_research_tab(ctx: AppContext):
         source_file = gr.File(label="The document", interactive=False, elem_id="source-file")
 
     gr.Markdown("**Research trace**: one line per step; click a line for its details.")
-    trace = gr.HTML(RunTranscript().trace_html(), elem_id="trace", js_on_load=KEEP_OPEN_JS, css_template=RESEARCH_CSS)
+    trace = gr.HTML(TranscriptPage().trace_html(), elem_id="trace", js_on_load=KEEP_OPEN_JS, css_template=RESEARCH_CSS)
 
     with gr.Accordion("Feedback on this answer", open=True, elem_id="feedback"):
         with gr.Row():
@@ -371,7 +372,7 @@ def build_research_tab(ctx: AppContext):
             reopen_id = gr.Textbox(label="Run id", elem_id="reopen-id", scale=3)
             reopen = gr.Button("Reopen with full trace", elem_id="reopen", scale=1)
 
-    def views(transcript: RunTranscript, limits: RunLimits | None = None) -> tuple[str, str]:
+    def views(transcript: TranscriptPage, limits: RunLimits | None = None) -> tuple[str, str]:
         return transcript.answer_html(limits), transcript.trace_html()
 
     def start_run(request: gr.Request):
@@ -439,7 +440,7 @@ def build_research_tab(ctx: AppContext):
         changes = feedback_changes(ctx, outcome.changes, thumbs=thumbs, right_answer=answer, namespace=scope)
         return "**Feedback applied.**\n\n" + "\n".join(f"- {escape_markdown(line)}" for line in changes)
 
-    def logged_transcript(namespace: str, wanted: str) -> RunTranscript:
+    def logged_transcript(namespace: str, wanted: str) -> TranscriptPage:
         """A past run rebuilt from the run log, with the person's verdict and right answer when
         feedback gave them."""
         transcript = transcript_of(ctx.runtime.runlog.load(namespace, wanted))

@@ -10,9 +10,9 @@ import pytest
 
 from app.auth import User, UserDirectory
 from app.learning_tab import load_learning, pause_learning, resume_learning, rollback_learning
-from app.render import RunTranscript
 from app.research_tab import feedback_changes, learning_state_line, queue_for_learning
 from app.session import AppContext
+from app.transcript import RunTranscript
 from backend.agent import RunRequest
 from backend.feedback import submit_feedback
 from backend.judge import Judge

@@ -1,7 +1,9 @@
 import json
 
 from app.escaping import escape_markdown, safe_url
-from app.render import KEEP_OPEN_JS, RunLimits, RunTranscript, event_to_text, json_for_terminal, transcript_of
+from app.render_html import KEEP_OPEN_JS, TranscriptPage, transcript_of
+from app.render_text import event_to_text, json_for_terminal
+from app.transcript import RunLimits, RunTranscript
 from backend.events import (
     AnswerReady,
     ExecutorThought,
@@ -72,7 +74,7 @@ def finish(events, stopped=False):
 
 
 def test_the_answer_box_says_working_until_the_run_is_final_then_shows_its_verdict():
-    t = RunTranscript()
+    t = TranscriptPage()
     assert 'data-state="idle"' in t.answer_html()
     events = a_run()
     for e in events[:3]:
@@ -108,7 +110,7 @@ def test_citations_open_the_passage_as_retrieved_escaped_with_the_documents_page
 
 
 def test_a_citation_never_links_anything_but_http():
-    t = RunTranscript()
+    t = TranscriptPage()
     t.add(RunStarted("r1", question="Q", namespace="default"))
     t.add(AnswerReady("r1", text="A", sources=[{"n": 1, "title": "T", "url": "javascript:alert(1)", "source": "web",
                                                  "sentence": "s"}]))
@@ -153,7 +155,7 @@ def test_the_trace_is_one_line_per_step_with_guided_steps_and_thoughts_in_its_de
 
 
 def test_a_pending_tool_call_shows_in_its_step_line_until_it_returns():
-    t = RunTranscript()
+    t = TranscriptPage()
     t.add(RunStarted("r1", question="Q", namespace="default"))
     t.add(ToolCalled("r1", turn=1, name="search", arguments={"query_list": ["q"]}))
     assert "search “q” → searching…" in t.trace_html()
@@ -162,7 +164,7 @@ def test_a_pending_tool_call_shows_in_its_step_line_until_it_returns():
 
 
 def test_text_deltas_stream_into_their_step_and_the_next_event_replaces_them():
-    t = RunTranscript()
+    t = TranscriptPage()
     t.add(RunStarted("r1", question="Q", namespace="default"))
     t.add(TextDelta("r1", turn=1, text="<think>Tinted "))
     t.add(TextDelta("r1", turn=1, text="Windows"))
@@ -194,7 +196,7 @@ def test_the_rough_eta_goes_by_the_pace_so_far_and_the_time_limit():
 
 
 def test_retrieved_memories_link_to_the_memory_view_and_nothing_else():
-    t = RunTranscript()
+    t = TranscriptPage()
     good, bad = "3f2b1c9e-aaaa-bbbb-cccc-0123456789ab", "x\"><script>alert(1)</script>"
     t.add(MemoriesRetrieved("r1", successful=[{"id": good, "question": "Q", "summary": "S", "win_rate": 0.5, "score": 0.9}],
                             failed=[{"id": bad, "question": "Q", "summary": "S", "win_rate": 0.0, "score": 0.1}]))
@@ -232,7 +234,7 @@ def test_a_stored_memory_says_how_its_text_was_made():
 
     assert event_to_text(stored("model")).startswith("Memory stored [01234567] (incorrect, human, summary by model): ")
     assert "(incorrect, human, kept as a case: plan and outcome): Plan: Search X." in event_to_text(stored("case"))
-    t = RunTranscript()
+    t = TranscriptPage()
     t.add(stored("case"))
     assert "kept as a case: plan and outcome" in t.trace_html()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.render import event_to_text, transcript_of
+from app.render_html import transcript_of
+from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import MemoriesRetrieved, MemoryStored
 from backend.runlog import RunLog

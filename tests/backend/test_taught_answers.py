@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.render import event_to_text, transcript_of
+from app.render_html import transcript_of
+from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import AnswerReady, MemoriesRetrieved, MemoryStored, RunStarted, VerdictReady
 from backend.feedback import FeedbackQueue, submit_feedback

@@ -1,0 +1,55 @@
+"""How a run's facts are put in words, the same in the terminal, on the research page and in the
+Memory view."""
+
+from __future__ import annotations
+
+from backend.events import HopAnswered, MemoryStored, VerdictReady
+
+# How the terminal and the trace introduce a memory shown by its strategy alone (backend/strategy.py).
+STRATEGY_SHOWN = "shown as its strategy, names left out"
+
+
+def summary_origin(source: str) -> str:
+    """How a stored memory's text was made, in words: by the model, from the trace, or kept as a case."""
+    return "kept as a case: plan and outcome" if source == "case" else f"summary by {source}"
+
+
+def stored_label(event: MemoryStored) -> str:
+    """'correct', 'incorrect', or 'unverified' (the Judge's opinion alone: neither a success nor a failure)."""
+    if not event.verified:
+        return "unverified: neither a success nor a failure lesson until ground truth or a person confirms it"
+    return "correct" if event.correct else "incorrect"
+
+
+def uses_text(successes: int, uses: int) -> str:
+    """How a memory has fared since it was stored: 'not used yet', or '2 of 3 uses succeeded (0.67)'."""
+    if uses == 0:
+        return "not used yet"
+    return f"{successes} of {uses} use{'s' if uses != 1 else ''} succeeded ({successes / uses:.2f})"
+
+
+def uses_phrase(memory: dict) -> str:
+    """uses_text of a retrieved memory as events carry it (memory_to_dict)."""
+    if memory.get("uses") is None:  # a run logged before memories carried their uses
+        return f"win rate {memory['win_rate']:.2f}"
+    return uses_text(memory.get("successes", 0), memory["uses"])
+
+
+def hop_outcome(hop: HopAnswered) -> str:
+    """'Great Exuma (Fyre Festival: "It was scheduled to take place on … Great Exuma …")', or the answer
+    marked as stated by no retrieved sentence."""
+    if not hop.answer:
+        return "(no answer)"
+    if hop.sentence:
+        title, _, sentence = hop.sentence.partition(": ")
+        return f'{hop.answer} ({title}: "{sentence}")'
+    return f"{hop.answer} (no retrieved sentence states it)"
+
+
+def verdict_provenance(event: VerdictReady) -> str:
+    """How a verdict was reached, in words: verified against ground truth, or the Judge's opinion."""
+    if event.verified:
+        return f"verified against the ground truth {event.ground_truth!r} by {event.method}"
+    confidence = f", confidence {event.confidence:.2f}" if event.confidence is not None else ""
+    return f"unverified: the Judge's opinion without ground truth ({event.method}{confidence}); give a thumb or the right answer to verify it"
+
