@@ -9,21 +9,8 @@ import re
 from app.report import stats_text
 from app.wording import STRATEGY_SHOWN, hop_outcome, stored_label, summary_origin, uses_phrase, verdict_provenance
 from backend.events import (
-    AnswerReady,
-    Event,
-    ExecutorThought,
-    HopAnswered,
-    MemoriesRetrieved,
-    MemoryStored,
-    PlanReady,
-    ReflectionDecided,
-    Recovery,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    ToolCalled,
-    ToolReturned,
-    VerdictReady,
+    AnswerReady, Event, ExecutorThought, HopAnswered, MemoriesRetrieved, MemoryStored, PlanReady,
+    ReflectionDecided, Recovery, RunFailed, RunFinished, RunStarted, ToolCalled, ToolReturned, VerdictReady,
 )
 from backend.taught import answer_note, recall_note
 

@@ -9,21 +9,8 @@ import time
 from dataclasses import dataclass, field
 
 from backend.events import (
-    AnswerReady,
-    Event,
-    ExecutorThought,
-    HopAnswered,
-    MemoriesRetrieved,
-    MemoryStored,
-    PlanReady,
-    ReflectionDecided,
-    Recovery,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    ToolCalled,
-    ToolReturned,
+    AnswerReady, Event, ExecutorThought, HopAnswered, MemoriesRetrieved, MemoryStored, PlanReady,
+    ReflectionDecided, Recovery, RunFailed, RunFinished, RunStarted, TextDelta, ToolCalled, ToolReturned,
     VerdictReady,
 )
 from backend.feedback_queue import FeedbackItem
