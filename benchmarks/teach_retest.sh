@@ -9,7 +9,8 @@
 # One evaluation at a time, each resumable (run the script again and finished rows are skipped);
 # the tables come from `python -m backend.eval --compare` (paired, exact McNemar, bootstrap interval).
 # Usage: bash benchmarks/teach_retest.sh [OUT_ROOT]   (default .mia/teach-retest, not kept in git)
-# Environment: SPLIT (train | dev, default dev), N (default 100; train has 60 rewordings).
+# Environment: SPLIT (train | dev, default dev), N (default 100; train has 60 rewordings),
+#   ACCEPT_CODE_CHANGE=1 to resume a stage that other code started (eval.json records it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SPLIT="${SPLIT:-dev}"
@@ -22,7 +23,8 @@ export OMP_WAIT_POLICY=PASSIVE
 evaluate() {  # evaluate NAME [options]
   local name=$1; shift
   echo "$(date -u +%FT%TZ) $name" >> "$OUT/progress.log"
-  .venv/bin/python -m backend.eval --method mia --no-progress --out "$OUT/$name" "$@" >> "$OUT/$name.log" 2>&1 \
+  .venv/bin/python -m backend.eval --method mia --no-progress --out "$OUT/$name" ${ACCEPT_CODE_CHANGE:+--accept-code-change} "$@" \
+      >> "$OUT/$name.log" 2>&1 \
     || { echo "$(date -u +%FT%TZ) $name failed, see $OUT/$name.log" >> "$OUT/progress.log"; exit 1; }
 }
 

@@ -17,7 +17,7 @@ from backend.eval.compare import compare
 from backend.eval.datasets import DatasetError
 from backend.eval.report import METRICS_HEADER, SUMMARY_MD, metrics_table_row, write_summary
 from backend.eval.results import ResultsError
-from backend.eval.spec import EvalError, EvalSpec, copy_memory_from
+from backend.eval.spec import EvalError, EvalSpec, check_or_write_manifest, copy_memory_from
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,6 +41,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="start from a copy of this finished evaluation's memory (same method): a second pass")
     parser.add_argument("--out", type=Path, help="output folder (default: <data_dir>/eval/<method>-<data>[-warm])")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--accept-code-change", action="store_true",
+                        help="resume a folder whose rows other code wrote (eval.json records from which row)")
     parser.add_argument("--label", default="", help="the name reports give this evaluation")
     parser.add_argument("--config", type=Path, help="a TOML configuration (default: MIA_CONFIG or mia.toml)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -79,9 +81,10 @@ def run_evaluation(args: argparse.Namespace) -> int:
     spec = EvalSpec(
         data=args.data, method=args.method, out_dir=out_dir, limit=args.limit, warm_from=args.warm_from,
         warm_limit=args.warm_limit, seed=args.seed, label=args.label, memory_from=args.memory_from,
-        skip=args.skip, teach=args.teach,
+        skip=args.skip, teach=args.teach, accept_code_change=args.accept_code_change,
     )
     spec.check_inputs()
+    check_or_write_manifest(spec, config)  # a folder another evaluation or other code wrote: refused before loading models
     copy_memory_from(spec)  # before the runtime opens the evaluation's memory
     runtime = open_eval_runtime(config, out_dir, progress=not args.no_progress)
     try:

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from backend.code_identity import describe
 from backend.eval.metrics import mean, percentile, running_accuracy
 from backend.eval.results import EvalRow, ResultsFile
 from backend.eval.spec import ROWS_FILE, WARM_ROWS_FILE, logged_events, read_manifest
@@ -95,6 +96,15 @@ METRICS_HEADER = (
 )
 
 
+def code_line(manifest: dict) -> str:
+    """Which code wrote the rows, and from which row other code resumed them."""
+    first = manifest.get("code")
+    text = f"Code: {describe(first)}" if first else "Code: not recorded (written before evaluations recorded it)"
+    for resumed in manifest.get("code_resumed") or []:
+        text += f"; from row {resumed['rows_before'] + 1}: {describe(resumed)}"
+    return text + "."
+
+
 def summary_markdown(manifest: dict, summary: dict, rows: list[EvalRow], warm: dict | None, digest: str) -> str:
     t = summary["time_split"]
     lines = [
@@ -104,6 +114,7 @@ def summary_markdown(manifest: dict, summary: dict, rows: list[EvalRow], warm: d
         f"({summary['questions']} questions, in file order), namespace `{manifest['namespace']}`, seed {manifest['seed']}.",
         f"Models: {', '.join(f'{role} = {name}' for role, name in manifest['models'].items())}.",
         f"Agent: {', '.join(f'{k}={v}' for k, v in manifest['agent'].items())}.",
+        code_line(manifest),
         f"Every number below is computed from `{ROWS_FILE}` (sha256 `{digest[:16]}`); "
         "`python -m backend.eval --summarize DIR` recomputes it.",
         "",

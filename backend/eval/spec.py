@@ -20,6 +20,7 @@ from backend.methods import METHOD_NAMES as METHODS
 from backend.config import REPO_ROOT, AgentConfig, Config
 from backend.eval.datasets import load_questions
 from backend.eval.results import ResultsFile
+from backend.code_identity import code_identity, describe
 from backend.llm.registry import backend_spec
 from backend.events import Event
 from backend.runlog import RunLog
@@ -49,6 +50,7 @@ class EvalSpec:
     memory_from: Path | None = None  # a finished evaluation folder whose memory this one starts from
     skip: int = 0  # questions of `data` left out before the first one asked
     teach: bool = False  # ask without ground truth, then give it as a person's typed right answer (the UI's feedback)
+    accept_code_change: bool = False  # resume rows written by other code (recorded in eval.json's code_resumed)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -189,11 +191,35 @@ def manifest_for(spec: EvalSpec, config: Config) -> dict:
         "models": role_identity(config),
         "agent": asdict(config.agent),
         "search": asdict(config.search),
+        "code": code_identity(),
     }
 
 
-# Everything but these must match for a folder to be resumed.
-_MAY_CHANGE = ("label", "limit")
+# Everything but these must match for a folder to be resumed; the code is checked by check_same_code.
+_MAY_CHANGE = ("label", "limit", "code", "code_resumed")
+
+
+def check_same_code(spec: EvalSpec, previous: dict, now: dict, rows_before: int) -> list[dict]:
+    """The folder's record of resumes under other code, with this one added where the code differs.
+    Refuses changed prompts always, and other changed code unless spec.accept_code_change. A folder
+    written before the code was recorded resumes, and the resume is recorded."""
+    resumed = list(previous.get("code_resumed") or [])
+    last = resumed[-1] if resumed else previous.get("code")
+    same = last is not None and all(last.get(key) == now[key] for key in ("commit", "dirty", "prompts"))
+    if same:
+        return resumed
+    if last is not None and last.get("prompts") != now["prompts"]:
+        raise EvalError(
+            f"{spec.out_dir}'s rows were written with other prompts ({describe(last)}; now {describe(now)}): "
+            "one table would mix two Planners. Use a new --out folder, or check out that commit to resume."
+        )
+    if last is not None and not spec.accept_code_change:
+        raise EvalError(
+            f"{spec.out_dir}'s rows were written by {describe(last)}; this checkout is {describe(now)}. "
+            "Use a new --out folder, check out that commit to resume, or pass --accept-code-change to resume "
+            "and record the change in eval.json."
+        )
+    return [*resumed, {**now, "rows_before": rows_before}]
 
 
 def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
@@ -217,6 +243,11 @@ def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
                 f"{spec.out_dir} holds another evaluation ({details}). "
                 "Use a new --out folder, or repeat the original options to resume it."
             )
+        rows_before = sum(len(ResultsFile(spec.out_dir / name).read()) for name in (WARM_ROWS_FILE, ROWS_FILE))
+        manifest["code_resumed"] = check_same_code(spec, previous, manifest["code"], rows_before)
+        manifest["code"] = previous.get("code")
+        if not manifest["code_resumed"]:
+            del manifest["code_resumed"]
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest

@@ -155,3 +155,50 @@ def test_teach_and_retest_answers_every_taught_question_from_what_was_taught(eva
     assert main(common + ["--memory-from", str(taught), "--out", str(retest)]) == 0
     again = ResultsFile(retest / ROWS).read()
     assert [(r.answer, r.verdict) for r in again] == [(q.answer, "correct") for q in questions]
+
+
+def _recorded_code(out_dir, **code) -> None:
+    manifest_path = out_dir / "eval.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["code"] = {**manifest["code"], **code}
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_rows_written_by_other_code_resume_only_when_accepted_and_the_change_is_recorded(smoke_results, eval_config,
+                                                                                        tmp_path):
+    from backend.eval.report import code_line
+
+    out_dir = copy_folder(smoke_results["none"][0], tmp_path / "none")
+    check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)  # same code: resumes
+    assert "code_resumed" not in json.loads((out_dir / "eval.json").read_text())
+
+    _recorded_code(out_dir, commit="0" * 40, dirty=None)
+    with pytest.raises(EvalError, match="written by commit 00000000.*--accept-code-change"):
+        check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)
+    manifest = check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir, accept_code_change=True),
+                                       eval_config)
+    assert manifest["code"]["commit"] == "0" * 40
+    assert [entry["rows_before"] for entry in manifest["code_resumed"]] == [SMOKE_QUESTIONS]
+    assert json.loads((out_dir / "eval.json").read_text())["code_resumed"] == manifest["code_resumed"]
+    assert f"from row {SMOKE_QUESTIONS + 1}: commit" in code_line(manifest)
+    # Once recorded, the same code resumes without the option again.
+    check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)
+
+
+def test_rows_written_with_other_prompts_are_never_resumed(smoke_results, eval_config, tmp_path):
+    out_dir = copy_folder(smoke_results["none"][0], tmp_path / "none")
+    _recorded_code(out_dir, prompts="f" * 16)
+    with pytest.raises(EvalError, match="written with other prompts .*prompts ffffffffffffffff"):
+        check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir, accept_code_change=True),
+                                eval_config)
+
+
+def test_a_folder_from_before_the_code_was_recorded_resumes_and_records_the_code(smoke_results, eval_config,
+                                                                                tmp_path):
+    out_dir = copy_folder(smoke_results["none"][0], tmp_path / "none")
+    manifest_path = out_dir / "eval.json"
+    old = json.loads(manifest_path.read_text())
+    del old["code"]
+    manifest_path.write_text(json.dumps(old), encoding="utf-8")
+    manifest = check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)
+    assert manifest["code"] is None and manifest["code_resumed"][0]["rows_before"] == SMOKE_QUESTIONS
