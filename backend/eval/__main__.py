@@ -84,7 +84,7 @@ def run_evaluation(args: argparse.Namespace) -> int:
         skip=args.skip, teach=args.teach, accept_code_change=args.accept_code_change,
     )
     spec.check_inputs()
-    check_or_write_manifest(spec, config)  # a folder another evaluation or other code wrote: refused before loading models
+    check_or_write_manifest(spec, config)  # another evaluation or other code: refused before loading models
     copy_memory_from(spec)  # before the runtime opens the evaluation's memory
     runtime = open_eval_runtime(config, out_dir, progress=not args.no_progress)
     try:
