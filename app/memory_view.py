@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 from app.escaping import escape_markdown
 from app.wording import uses_text
+from backend.provenance import LEARNING, Provenance, read_provenance
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
 from memory_db import HistoryEntry, Memory, MemoryStore
@@ -133,11 +134,27 @@ def detail_markdown(m: Memory) -> str:
                  + (f" · ground truth: {escape_markdown(p['ground_truth'])}" if p.get("ground_truth") else ""))
     if p.get("answer") is not None:
         lines.append(f"**Answer given:** {escape_markdown(p.get('answer'))}")
+    lines += origin_lines(read_provenance(p))
     if p.get("run_id"):
         lines.append(f"**From run:** `{escape_markdown(p['run_id'])}` "
                      f"(judge: {escape_markdown(p.get('judge_verdict', '-'))} "
                      f"by {escape_markdown(p.get('judge_method', '-'))})")
     return "\n\n".join(lines)
+
+
+def origin_lines(provenance: Provenance) -> list[str]:
+    """Where the answer's sources are and, for a memory test-time learning stored, which rollout."""
+    lines = []
+    if provenance.sources:
+        lines.append("**Sources cited:** " + " · ".join(escape_markdown(s) for s in provenance.sources))
+    elif provenance.searched:
+        lines.append(f"**Sources cited:** none; the searches returned {len(provenance.searched)} pages")
+    if provenance.origin == LEARNING:
+        reward = f", reward {provenance.reward:.2f}" if provenance.reward is not None else ""
+        lines.append(f"**From test-time learning:** one of {provenance.rollouts} rollouts by Planner "
+                     f"{escape_markdown(provenance.planner_version or '?')}{reward} "
+                     f"(signal: {escape_markdown(provenance.signal or '?')})")
+    return lines
 
 
 def unreadable_note(store: MemoryStore, namespace: str, shown: int = 5) -> str:

@@ -39,6 +39,7 @@ from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
+from backend.provenance import RESEARCH, Provenance
 from backend.prompts.manager import LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
@@ -462,29 +463,20 @@ class EpisodeLoop:
             verdict=verdict.label,
             namespace=episode.namespace,
             compress=self.method.compress,
-            provenance={
-                "run_id": self.run_id,
-                "models": {role: m.name for role, m in self.raw_models.items()},
-                "judge_verdict": verdict.label,
-                "judge_method": verdict.method,
-                "judge_feedback": verdict.feedback,
-                # Only ground truth (or a person's feedback) verifies a verdict: the Judge's own
-                # opinion can be steered by what the run read, e.g. text planted in a page.
-                "verified": verdict.verified,
-                "verdict_source": verdict.source,
-                "judge_confidence": verdict.confidence,
-                "ground_truth": episode.ground_truth,
-                "answer": answer,
-                "first_answer": outcome.first_answer,
-                "memories_used": used_ids,
-                "sources": [c.get("url") or c["title"] for c in session.sources(answer)],
-                "searched": sorted({p.get("url") or p["title"] for p in session.passages}),
-                "trajectory": f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
-                "method": self.method.name,
-                **({"decomposition": [hop.to_dict() for hop in outcome.hops]} if outcome.hops else {}),
-                **(taught_fields(answer=outcome.taught.answer, user=outcome.taught.by, at=outcome.taught.at,
-                                 how=outcome.taught.how, evidence=outcome.taught.evidence) if outcome.taught else {}),
-            },
+            provenance=Provenance(
+                origin=RESEARCH, run_id=self.run_id, method=self.method.name,
+                models={role: m.name for role, m in self.raw_models.items()},
+                judge_verdict=verdict.label, judge_method=verdict.method, judge_feedback=verdict.feedback,
+                judge_confidence=verdict.confidence, verified=verdict.verified, verdict_source=verdict.source,
+                ground_truth=episode.ground_truth, answer=answer, first_answer=outcome.first_answer,
+                memories_used=used_ids,
+                sources=[c.get("url") or c["title"] for c in session.sources(answer)],
+                searched=sorted({p.get("url") or p["title"] for p in session.passages}),
+                trajectory=f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
+                decomposition=[hop.to_dict() for hop in outcome.hops] or None,
+                extra=taught_fields(answer=outcome.taught.answer, user=outcome.taught.by, at=outcome.taught.at,
+                                    how=outcome.taught.how, evidence=outcome.taught.evidence) if outcome.taught else {},
+            ),
         )
         memory = consolidation.memory
         return MemoryStored(self.run_id, memory_id=memory.id, summary=memory.summary, correct=memory.correct,

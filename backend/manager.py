@@ -18,6 +18,7 @@ from backend.config import MemoryConfig
 from backend.evidence import closed_options, stating_sentence
 from backend.llm.base import ChatModel
 from backend.prompts.manager import classify_messages
+from backend.provenance import Provenance
 from backend.strategy import strategy_outline
 from backend.taught import taught_of
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
@@ -246,7 +247,7 @@ class Manager:
         answer: str,
         verdict: str,
         namespace: str,
-        provenance: dict,
+        provenance: Provenance,
         support: str | None = None,
         keep_contrast: bool = False,
         compress: bool = True,
@@ -258,8 +259,7 @@ class Manager:
         if compress:
             summary = workflow_summary(
                 question=question, steps=steps, passages=passages, answer=answer, verdict=verdict,
-                verified=provenance.get("verified") is True, ground_truth=provenance.get("ground_truth"),
-                support=support,
+                verified=provenance.verified, ground_truth=provenance.ground_truth, support=support,
             )
             source = "workflow"
         else:
@@ -273,9 +273,9 @@ class Manager:
                 namespace=namespace,
                 caption=caption,
                 question_type=self.classify(question),
-                provenance={**provenance, "summary_source": source,
+                provenance={**provenance.to_dict(), "summary_source": source,
                             "workflow": workflow_record(steps=steps, passages=passages, question=question,
-                                                        support=support, ground_truth=provenance.get("ground_truth"))},
+                                                        support=support, ground_truth=provenance.ground_truth)},
             ),
             keep_contrast=keep_contrast,
         )

@@ -119,3 +119,24 @@ def test_the_import_preview_says_which_memories_are_already_here(runtime, tmp_pa
     assert "1 of them is already here (same id) and 0 are new" in summary and "skips or replaces" in summary
     summary, rows = import_preview(str(path), "elsewhere", runtime.store)
     assert rows[0][-1] == "new" and "already here" not in summary
+
+
+def test_the_detail_shows_the_sources_an_answer_cites_and_a_learned_memorys_rollout(runtime):
+    from backend.provenance import LEARNING, RESEARCH, Provenance
+
+    store = runtime.store
+    cited = Provenance(origin=RESEARCH, answer="Paris", first_answer="Paris", verified=True,
+                       verdict_source="ground_truth", ground_truth="Paris", memories_used=[], trajectory="t",
+                       sources=["https://example.org/eiffel", "Eiffel *Tower*"], searched=["Eiffel Tower"])
+    memory = store.add(NewMemory(question="Where is the Eiffel Tower?", summary="s", plan="1. search", correct=True,
+                                 namespace="default", provenance=cited.to_dict()))
+    assert "**Sources cited:** https://example.org/eiffel · Eiffel \\*Tower\\*" in detail_markdown(memory)
+
+    learned = Provenance(origin=LEARNING, answer="Lyon", first_answer="Lyon", verified=False, verdict_source="judge",
+                         ground_truth=None, memories_used=[], trajectory="t", signal="stream", signal_kind="thumbs",
+                         planner_version="v0003", rollouts=4, reward=0.25)
+    memory = store.add(NewMemory(question="Which city hosts the Louvre?", summary="s", plan="1. search", correct=False,
+                                 namespace="default", provenance=learned.to_dict()))
+    detail = detail_markdown(memory)
+    assert "**From test-time learning:** one of 4 rollouts by Planner v0003, reward 0.25 (signal: stream)" in detail
+    assert "Sources cited" not in detail

@@ -184,7 +184,7 @@ def test_consolidation_stores_exactly_the_shortest_correct_and_one_incorrect(tin
     assert len(stored) == 2 and store.count(namespace="alice") == 3
     memories = [store.get(i, namespace="alice") for i in stored]
     assert [(m.correct, m.provenance["answer"]) for m in memories] == [(True, "gold short"), (False, "wrong A")]
-    assert all(m.provenance["source"] == "test-time learning" for m in memories)
+    assert all(m.provenance["origin"] == "test-time learning" for m in memories)
     credited = store.get(used, namespace="alice")
     assert (credited.usage_count, credited.success_count) == (2, 2)  # new = 1 of 1; 2 of 4 correct: majority = success
     assert store.count(namespace="bob") == 0
@@ -381,7 +381,7 @@ def store_is_untouched_by_bob(tmp_path, embedder) -> bool:
     s = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
     try:
         bob = s.list(namespace="bob")
-        return all(m.provenance.get("source") != "test-time learning" for m in bob)
+        return all(m.provenance.get("origin") != "test-time learning" for m in bob)
     finally:
         s.close()
 

@@ -13,6 +13,7 @@ from backend.episode import planner_memories
 from backend.manager import Manager
 from backend.hops import worked_examples
 from backend.prompts.manager import format_memories
+from backend.provenance import LEARNING, Provenance
 from backend.prompts.planner import worked_examples_text
 from backend.tools.base import Tool
 from training.episode import Episode, EpisodeSettings, run_episode
@@ -93,16 +94,16 @@ def consolidate(signal: Signal, rollouts: list[ScoredRollout], *, manager: Manag
             question=signal.question, caption=None,
             plan_steps=ep.plan_steps, steps=ep.steps, passages=ep.passages, answer=ep.answer,
             verdict="correct" if ep.correct_final else "incorrect", namespace=signal.namespace,
-            provenance={
-                "source": "test-time learning", "signal": signal.source, "signal_kind": signal.kind,
+            provenance=Provenance(
+                origin=LEARNING, signal=signal.source, signal_kind=signal.kind,
                 # graded against a known answer (ground truth, a thumbs-up's answer) or only by the Judge
-                "verified": signal.kind == "ground_truth",
-                "verdict_source": "ground_truth" if signal.kind == "ground_truth" else "judge",
-                "ground_truth": signal.answer if signal.kind == "ground_truth" else None,
-                "answer": ep.answer, "first_answer": ep.first_answer, "planner_version": version,
-                "rollouts": len(rollouts), "reward": rollout.reward.total, "memories_used": memories_used,
-                "trajectory": f"{ep.trace_text[:3000]}\nAnswer: {ep.answer}",
-            },
+                verified=signal.kind == "ground_truth",
+                verdict_source="ground_truth" if signal.kind == "ground_truth" else "judge",
+                ground_truth=signal.answer if signal.kind == "ground_truth" else None,
+                answer=ep.answer, first_answer=ep.first_answer, planner_version=version,
+                rollouts=len(rollouts), reward=rollout.reward.total, memories_used=memories_used,
+                trajectory=f"{ep.trace_text[:3000]}\nAnswer: {ep.answer}",
+            ),
             keep_contrast=True,
         ).memory
         stored.append(memory.id)
