@@ -156,6 +156,7 @@ class SearchConfig:
     hybrid: bool = True  # BM25 + dense (MiniLM) fused by reciprocal rank; first use embeds the corpus once
     web: bool = False
     visit_allow_private: bool = False
+    calculator: bool = False  # offer the Executor the `calculate` tool (dates and amounts); not yet measured on train
 
 
 @dataclass(frozen=True)

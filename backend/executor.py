@@ -109,6 +109,7 @@ class ExecutorSession:
         self.steps: list[Step] = []
         self._steps_reported = 0
         self.passages: list[dict] = []
+        self.worked: list[str] = []  # results of tools that gather no evidence ("1963 - 1914 = 49"), for the reader
         self.answer: str = ""
         self.read_from: list[str] = []  # titles of the passages in front of the model when it last answered
         self.turn_count = 0
@@ -203,6 +204,8 @@ class ExecutorSession:
         self.tool_calls_made += 1
         passages = [asdict(p) for p in result.passages]
         self.passages.extend(passages)
+        if result.ok and capabilities.text_argument is not None:
+            self.worked.append(result.content)
         step = Step(turn=turn, tool=name, arguments=arguments, ok=result.ok, titles=[p["title"] for p in passages])
         self.steps.append(step)
         yield ToolReturned(
@@ -320,13 +323,14 @@ class ExecutorSession:
         used = {s.tool for s in self.steps}
         options = [n for n, c in guided.items()
                    if not (c.needs_image and not self.image) and not (c.once_per_question and n in used)]
-        searches = sum(1 for s in self.steps if s.tool in guided and s.ok)
+        evidence_options = [n for n in options if guided[n].gathers_evidence]  # a calculator is offered, never forced
+        searches = sum(1 for s in self.steps if s.tool in guided and guided[s.tool].gathers_evidence and s.ok)
         # Follow the blueprint: at least one search, and up to two when the plan has several search steps
         # (or, for a larger model, when the question names two things to compare).
         needed = min(2, max(1, sum(is_search_step(p) for p in self.plan_steps)))
         if not self.model.traits.small and closed_options(question):
             needed = 2
-        must_search = searches < needed and bool(options)
+        must_search = searches < needed and bool(evidence_options)
         if not must_search and self._sees_every_result():
             # A larger model drafts the answer from its conversation (cached: a second or two) and
             # stops as soon as the draft is one the results state; otherwise it searches on.
@@ -335,7 +339,7 @@ class ExecutorSession:
             # `train` answers do, and so does the bridge entity of many bridge questions).
             grounded = is_grounded(draft, question, self.passages) and (
                 searches >= 2 or not shares_a_question_word(draft, question))
-            if closed_options(question) or grounded or not options:
+            if closed_options(question) or grounded or not evidence_options:
                 # The draft decides when to stop; the final answer is read by quote where that is on.
                 final = draft if closed_options(question) or not self._quotes else None
                 yield from self._guided_answer(question, "", "", answer=final)
@@ -352,9 +356,9 @@ class ExecutorSession:
             head = f"{protocol.THINK_OPEN}{thought}{protocol.THINK_CLOSE}\n"
         if must_search:
             # The image first when one came with the question, else the first query tool.
-            by_image = [n for n in options if guided[n].needs_image]
+            by_image = [n for n in evidence_options if guided[n].needs_image]
             action = by_image[0] if self.image and by_image else next(
-                (n for n in options if guided[n].query_argument), options[0])
+                (n for n in evidence_options if guided[n].query_argument), evidence_options[0])
             reason = ("guided turn: no evidence yet" if searches == 0 else "guided turn: the draft answer is not grounded"
                       if searches >= needed else f"guided turn: {needed} searches are needed")
             yield Recovery(self.run_id, turn=turn, reason=reason, action=f"{'first' if searches == 0 else 'next'} action is {action}",
@@ -370,6 +374,9 @@ class ExecutorSession:
             self._record_assistant(head + protocol.CALL_OPEN + call + protocol.CALL_CLOSE)
             yield from self._run_tool(action, {"image": self.image})
             return
+        if guided[action].text_argument:
+            yield from self._text_call(action, guided[action].text_argument, head, thought)
+            return
         opening = prompts.query_opening(action, guided[action].query_argument)
         # The query is written straight after the call's opening: a small model's thought tends to
         # be copied into it otherwise.
@@ -379,6 +386,16 @@ class ExecutorSession:
             yield from self._guided_answer(question, head, thought)
             return
         yield from self.search(action, query, head)
+        if self.steps:
+            self.steps[-1].think = thought
+
+    def _text_call(self, action: str, argument: str, head: str, thought: str) -> Iterator[Event]:
+        """A tool that gathers no evidence (a calculator), its one text argument written after the
+        call's prefilled opening."""
+        opening = prompts.text_opening(action, argument)
+        text = self._generate(opening, ('"', "\n"), 32)[len(opening):].strip()
+        self._record_assistant(head + opening + text.replace('"', "'") + prompts.TEXT_CLOSING + protocol.CALL_CLOSE)
+        yield from self._run_tool(action, {argument: text})
         if self.steps:
             self.steps[-1].think = thought
 
@@ -412,7 +429,8 @@ class ExecutorSession:
             return messages + [{"role": "user", "content": ask}]
         evidence = self._evidence(question)
         self.read_from = list(dict.fromkeys(title for title, _ in evidence))
-        return prompts.reader_messages(protocol.neutralise("\n".join(line for _, line in evidence)), question, ask)
+        lines = [line for _, line in evidence] + [prompts.WORKED_LINE.format(result=r) for r in self.worked]
+        return prompts.reader_messages(protocol.neutralise("\n".join(lines)), question, ask)
 
     def _reads_conversation(self) -> bool:
         return self._sees_every_result() and bool(self.passages)

@@ -80,7 +80,8 @@ def distinct_searches(steps: list) -> list[dict]:
     for step in steps:
         if not getattr(step, "tool", None):
             continue
-        queries = step.arguments.get("query_list") or [step.arguments.get("url") or step.arguments.get("goal") or ""]
+        queries = step.arguments.get("query_list") or [step.arguments.get("url") or step.arguments.get("goal")
+                                                       or step.arguments.get("expression") or ""]
         queries = [str(q) for q in queries if str(q).strip()] if isinstance(queries, list) else [str(queries)]
         key = (step.tool, tuple(q.lower() for q in queries))
         if key in seen:

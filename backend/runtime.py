@@ -16,6 +16,7 @@ from backend.llm.base import ChatModel
 from backend.llm.registry import backend_spec
 from backend.runlog import RunLog
 from backend.tools import build_tools
+from backend.tools.calculator import CalculatorTool
 from memory_db import MemoryStore, get_embedder
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ def build_runtime(config: Config, *, progress: bool = True, dense_in_background:
         image_index_dir=config.data_dir / "images" if (config.data_dir / "images").is_dir() else None,
         dense_in_background=dense_in_background,
         documents=documents,
+        extra=[CalculatorTool()] if config.search.calculator else [],
     )
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     runlog = RunLog(config.runs_dir)

@@ -267,6 +267,8 @@ def with_later_defaults(manifest: dict) -> dict:
     manifest.setdefault("memory_from", None)
     manifest.setdefault("skip", 0)
     manifest.setdefault("teach", False)
+    if isinstance(manifest.get("search"), dict):
+        manifest["search"].setdefault("calculator", False)  # before the calculator existed no run had one
     if isinstance(manifest.get("agent"), dict):
         manifest["agent"].setdefault("strategies_by_type", False)
         manifest["agent"].setdefault("taught_min_similarity", AgentConfig().taught_min_similarity)

@@ -24,6 +24,9 @@ NEXT_ACTION_ASK = "Next action: search or answer?"
 NEXT_ACTION_PREFILL = "Next action:"
 QUERY_OPENING = '<tool_call>{{"name": "{tool}", "arguments": {{"{argument}": ["'
 QUERY_CLOSING = '"]}}'
+TEXT_OPENING = '<tool_call>{{"name": "{tool}", "arguments": {{"{argument}": "'
+TEXT_CLOSING = '"}}'
+WORKED_LINE = "Calculated: {result}"  # a non-search tool's result among the reader's evidence
 IMAGE_CALL = '{{"name": "{tool}", "arguments": {{"image": "uploaded"}}}}'
 
 # The reader: the answer as a short span, from the conversation or from the selected evidence.
@@ -66,6 +69,10 @@ def supplementary_plan_turn(plan_steps: list[str]) -> str:
 
 def query_opening(tool: str, argument: str = "query_list") -> str:
     return QUERY_OPENING.format(tool=tool, argument=argument)
+
+
+def text_opening(tool: str, argument: str) -> str:
+    return TEXT_OPENING.format(tool=tool, argument=argument)
 
 
 def reader_messages(evidence: str, question: str, ask: str = "") -> list[dict]:

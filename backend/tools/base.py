@@ -51,18 +51,26 @@ class ToolCapabilities:
     `once_per_question`: a second call is refused (and costs the Executor's format reward).
     `captions_images`: its best result's title can stand in for an image caption.
     `per_namespace`: what it reads depends on whose question it is (e.g. a user's own documents);
-    the tool then has `for_namespace(namespace) -> Tool`, and each run uses its caller's binding."""
+    the tool then has `for_namespace(namespace) -> Tool`, and each run uses its caller's binding.
+    `text_argument`: the one string argument a guided turn writes for a tool that gathers no
+    evidence (a calculator's expression); such a tool is offered beside search, never forced."""
 
     query_argument: str | None = None
+    text_argument: str | None = None
     needs_image: bool = False
     once_per_question: bool = False
     captions_images: bool = False
     per_namespace: bool = False
 
     @property
-    def guided(self) -> bool:
-        """A guided turn can call it: it fills the query list, or the image is the argument."""
+    def gathers_evidence(self) -> bool:
+        """It returns passages to read: it searches with queries or with the image."""
         return self.query_argument is not None or self.needs_image
+
+    @property
+    def guided(self) -> bool:
+        """A guided turn can call it: it fills the query list or the text argument, or the image is the argument."""
+        return self.gathers_evidence or self.text_argument is not None
 
 
 @runtime_checkable
