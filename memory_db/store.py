@@ -1,12 +1,8 @@
 """MemoryStore: the Manager's memory of how questions were answered (MIA non-parametric memory).
 
-Rows live in SQLite or PostgreSQL (SQLAlchemy Core). On SQLite (and on a PostgreSQL without the
-pgvector extension) each namespace's vectors live in an in-process index that is updated right
-after every committed write; a per-namespace version counter, bumped by every write transaction,
-tells a process when another one changed the namespace, and its index is then reloaded. On
-PostgreSQL with pgvector the vectors live in the rows' vector columns, which every write keeps
-in its own transaction, and search runs in SQL (memory_db.database_search): no process loads a
-namespace. All writes of one process go through one lock.
+Rows live in SQLite or PostgreSQL (SQLAlchemy Core); each namespace's vectors live in this process
+or, on PostgreSQL with pgvector, in the rows (memory_db.vector_backend). All writes of one process
+go through one lock.
 """
 from __future__ import annotations
 
@@ -46,8 +42,8 @@ from .lease import DEFAULT_TTL_S, LearnerLease, LeaseFence
 from .login_failures import LoginFailures
 from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, NEW_MEMORY_COUNTS, eviction_order, is_verified, new_is_better,
                         replaces_exact_duplicate, with_outcome)
-from .loading import index_new_rows, load_namespace
-from .pgvector import enable_vectors, vector_memories, vector_values
+from .loading import load_namespace
+from .pgvector import enable_vectors
 from .records import (
     MODALITIES,
     ContrastiveMemories,
@@ -65,7 +61,6 @@ from .rows import (
     row_values,
     to_db_time,
     utc_now,
-    vector_to_bytes,
     vectors_problem,
 )
 from .schema import memories, memory_history, recorded_verdicts
@@ -81,14 +76,13 @@ from .validation import (
     check_summary,
     check_text,
 )
-from .vector_index import IndexEntry, IndexSettings, NamespaceIndex
-from .versions import bump_version, read_version
+from .vector_backend import (BYTE_COLUMNS, VECTOR_COLUMNS, DatabaseVectors, EmbeddingColumns, InProcessVectors,
+                             Nearest, VectorBackend, VectorTransaction)
+from .vector_index import IndexSettings, NamespaceIndex
 
 LIST_ORDERS = ("created_at", "updated_at", "win_rate", "usage_count")
 log = logging.getLogger(__name__)
 IMPORT_EXISTING = ("refuse", "skip", "replace")  # what an import does with an id the namespace holds
-
-IndexOp = Callable[[], None]
 
 
 @dataclass
@@ -108,13 +102,6 @@ def _history_key(entry) -> tuple:
     created = entry["created_at"]
     created = to_db_time(created) if created.tzinfo is not None else created
     return entry["memory_id"], entry["action"], created
-
-
-def _unindex(index: NamespaceIndex, modality: str, row_id: int) -> None:
-    """Take a deleted row out of the index; an unreadable row may never have been put in."""
-    bucket = index.buckets.get(modality)
-    if bucket is not None and bucket.position(row_id) is not None:
-        bucket.remove(row_id)
 
 
 class MemoryStore:
@@ -147,14 +134,15 @@ class MemoryStore:
         self._merge_threshold = merge_threshold
         self._index_settings = index_settings or IndexSettings()
         self._lock = threading.RLock()
-        self._indexes: dict[str, NamespaceIndex] = {}
-        self._versions: dict[str, int] = {}  # namespace -> version its index reflects
-        self._vectors_in_rows = False  # PostgreSQL with pgvector: every write fills the vector columns
-        self._database_search: DatabaseSearch | None = None  # then, unless told not to: search in SQL
-        if self._engine.dialect.name == "postgresql":
-            self._open_pgvector()
+        self._columns, self._vectors = self._open_vectors()
 
-    def _open_pgvector(self) -> None:
+    def _open_vectors(self) -> tuple[EmbeddingColumns, VectorBackend]:
+        """Where this database keeps the vectors: in the rows' vector columns when PostgreSQL has
+        pgvector, searched in SQL unless the index settings say otherwise; else in this process."""
+        # the loader is looked up on each load, so that a test can count loads on the instance
+        in_process = InProcessVectors(self._lock, self._writer, lambda namespace: self._load_namespace(namespace))
+        if self._engine.dialect.name != "postgresql":
+            return BYTE_COLUMNS, in_process
         with self._engine.begin() as conn:
             support = enable_vectors(conn)  # migration 0005 does this; again here, should pgvector come later
         if not support.enabled:
@@ -164,11 +152,15 @@ class MemoryStore:
                 "to it. For search in the database, create the extension (CREATE EXTENSION vector, as a "
                 "superuser) or run a server that has it: python -m memory_db.pgvector_server DATA_DIR.",
                 support.reason)
-            return
-        self._vectors_in_rows = True
-        if self._index_settings.database_search:
-            self._database_search = DatabaseSearch(support, self._index_settings)
-            log.info("Memory store on PostgreSQL with pgvector %s: search in SQL (HNSW index)", support.version)
+            return BYTE_COLUMNS, in_process
+        if not self._index_settings.database_search:
+            return VECTOR_COLUMNS, in_process
+        database_search = DatabaseSearch(support, self._index_settings)
+        log.info("Memory store on PostgreSQL with pgvector %s: search in SQL (HNSW index)", support.version)
+        return VECTOR_COLUMNS, DatabaseVectors(database_search, self._lock, self._writer)
+
+    def _load_namespace(self, namespace: str) -> tuple[NamespaceIndex, int]:
+        return load_namespace(self._engine, namespace, self._index_settings)
 
     # ---- plumbing -------------------------------------------------------------------------
     @property
@@ -183,51 +175,6 @@ class MemoryStore:
     def _encode(self, question: str, caption: str | None) -> tuple[np.ndarray, np.ndarray | None]:
         vectors = self.embedder.encode([question] + ([caption] if caption else []))
         return vectors[0], (vectors[1] if caption else None)
-
-    def _commit(self, namespace: str, work: Callable[[Connection, NamespaceIndex | None, list[IndexOp]], Any]) -> Any:
-        """Run `work` in one write transaction, then apply its index updates (no index, and no
-        updates, when search runs in the database)."""
-        if self._database_search is not None:
-            with self._lock, self._writer() as conn:
-                # first: the counter's row stays locked until commit, so the writers of one namespace
-                # take turns across processes (as SQLite's write lock makes them) and a duplicate
-                # check or an eviction sees every earlier write
-                bump_version(conn, namespace)
-                return work(conn, None, [])
-        with self._lock:
-            ops: list[IndexOp] = []
-            with self._writer() as conn:
-                # inside the write transaction nobody else can commit (SQLite), so the index
-                # checked here stays current until our own commit
-                index = self._namespace_index(namespace, conn)
-                result = work(conn, index, ops)
-                version = bump_version(conn, namespace)
-            try:
-                for op in ops:
-                    op()
-            except Exception:
-                self._indexes.pop(namespace, None)  # rebuilt from the database on next use
-                raise
-            if version == self._versions.get(namespace, 0) + 1:
-                self._versions[namespace] = version
-            else:  # another process wrote in between: our index misses its change
-                self._indexes.pop(namespace, None)
-            return result
-
-    def _namespace_index(self, namespace: str, conn: Connection) -> NamespaceIndex:
-        """The namespace's index, (re)loaded when this process has none or another process
-        changed the namespace since. Call with the lock held."""
-        index = self._indexes.get(namespace)
-        if index is not None and read_version(conn, namespace) == self._versions.get(namespace):
-            return index
-        index = self._load_namespace(namespace)
-        self._indexes[namespace] = index
-        return index
-
-    def _load_namespace(self, namespace: str) -> NamespaceIndex:
-        index, version = load_namespace(self._engine, namespace, self._index_settings)
-        self._versions[namespace] = version
-        return index
 
     def _row(self, conn: Connection, namespace: str, memory_id: str, *, with_vectors: bool = False):
         columns = list(MEMORY_COLUMNS)
@@ -248,67 +195,41 @@ class MemoryStore:
         })
         return int(result.inserted_primary_key[0])
 
-    def _write_state(self, conn: Connection, index: NamespaceIndex | None, namespace: str, current_row: Any | None,
-                     target: Memory | None, vectors: tuple[np.ndarray, np.ndarray | None] | None,
-                     ops: list[IndexOp]) -> int | None:
-        """Make the database hold `target` (None: nothing) where `current_row` was; queue the
-        matching index updates (`index` None: search runs in the database, nothing to queue).
-        `vectors` are needed when the question or caption changes; with pgvector they go into
-        the row's vector columns in the same statement. Every write of a memory passes here, so
-        every one is checked for `namespace` here."""
+    def _write_state(self, conn: Connection, stored_vectors: VectorTransaction, namespace: str,
+                     current_row: Any | None, target: Memory | None,
+                     vectors: tuple[np.ndarray, np.ndarray | None] | None) -> int | None:
+        """Make the database hold `target` (None: nothing) where `current_row` was, and tell
+        `stored_vectors`. `vectors` are needed when the question or caption changes; with pgvector
+        they go into the row's vector columns in the same statement. Every write of a memory passes
+        here, so every one is checked for `namespace` here."""
         if target is not None:
             check_memory(target, namespace)
         if current_row is not None and (target is None or target.modality != current_row.modality):
             conn.execute(delete(memories).where(memories.c.row_id == current_row.row_id))
-            old_modality, old_row_id = current_row.modality, current_row.row_id
-            if index is not None:
-                ops.append(lambda: _unindex(index, old_modality, old_row_id))
+            stored_vectors.removed(current_row.modality, current_row.row_id)
             current_row = None
         if target is None:
             return None
         values = row_values(target)
         if vectors is not None:
-            values.update(self._embedding_values(*vectors))
-        rows = vector_memories if self._vectors_in_rows else memories
-        bucket = index.bucket(target.modality) if index is not None else None
+            values.update(self._columns.values(*vectors))
+        rows = self._columns.table
         if current_row is None:
             if vectors is None:
                 raise AssertionError("inserting a memory needs its vectors")
             row_id = int(conn.execute(rows.insert(), values).inserted_primary_key[0])
-            if bucket is not None:
-                entry = IndexEntry(row_id, vectors[0], vectors[1], target.correct, target.usage_count,
-                                   target.success_count, target.question_type)
-                ops.append(lambda: bucket.add(entry))
+            stored_vectors.added(row_id, target, vectors)
             return row_id
         row_id = current_row.row_id
         conn.execute(update(rows).where(rows.c.row_id == row_id).values(**values))
-        if bucket is not None:
-            ops.append(lambda: bucket.update(row_id, correct=target.correct, usage=target.usage_count,
-                                             success=target.success_count, question_type=target.question_type))
-            if vectors is not None:
-                ops.append(lambda: bucket.set_vectors(row_id, vectors[0], vectors[1]))
+        stored_vectors.changed(row_id, target, vectors)
         return row_id
-
-    def _embedding_values(self, question_vector: np.ndarray, caption_vector: np.ndarray | None) -> dict[str, Any]:
-        """A row's embedding columns: the bytes, and with pgvector the vector columns too."""
-        values = {"question_embedding": vector_to_bytes(question_vector),
-                  "caption_embedding": vector_to_bytes(caption_vector) if caption_vector is not None else None}
-        if self._vectors_in_rows:
-            values.update(vector_values(question_vector, caption_vector))
-        return values
-
-    def _nearest(self, conn: Connection, index: NamespaceIndex | None, namespace: str, modality: str,
-                 vectors: tuple[np.ndarray, np.ndarray | None], correct: bool | None) -> tuple[int, float] | None:
-        """The stored memory most similar to `vectors` in the bucket (row id, similarity), or None."""
-        if index is None:
-            return self._database_search.nearest(conn, namespace, modality, *vectors, correct=correct)
-        return index.bucket(modality).nearest(*vectors, correct=correct)
 
     def _capacity_for(self, namespace: str) -> int | None:
         return self._namespace_capacity.get(namespace, self._capacity)
 
-    def _evict_over_capacity(self, conn: Connection, index: NamespaceIndex | None, namespace: str,
-                             keep_row_id: int | None, actor: str, ops: list[IndexOp]) -> None:
+    def _evict_over_capacity(self, conn: Connection, stored_vectors: VectorTransaction, namespace: str,
+                             keep_row_id: int | None, actor: str) -> None:
         capacity = self._capacity_for(namespace)
         if capacity is None:
             return
@@ -326,7 +247,7 @@ class MemoryStore:
         for row_id in victims:
             row = conn.execute(select(*MEMORY_COLUMNS).where(memories.c.row_id == row_id)).one()
             victim = None if row_problem(row) else memory_from_row(row)
-            self._write_state(conn, index, namespace, row, None, None, ops)
+            self._write_state(conn, stored_vectors, namespace, row, None, None)
             self._record_history(conn, row.id, namespace, "evict", victim, None, actor)
 
     # ---- adding and retrieving --------------------------------------------------------------
@@ -340,8 +261,8 @@ class MemoryStore:
         learning stores its best correct and one incorrect rollout)."""
         check_new_memory(new)
         vectors = self._encode(new.question, new.caption)
-        return self._commit(new.namespace, lambda conn, index, ops: self._add_in(conn, index, ops, new, vectors,
-                                                                               actor, keep_contrast))
+        return self._vectors.write(new.namespace, lambda conn, stored_vectors: self._add_in(
+            conn, stored_vectors, new, vectors, actor, keep_contrast))
 
     def add_many(self, news: list[NewMemory], *, actor: str = "manager", keep_contrast: bool = False) -> list[Memory]:
         """Store several memories as `add` stores each, with one embedding call for all of them and one
@@ -364,27 +285,25 @@ class MemoryStore:
         for position, new in enumerate(news):
             by_namespace.setdefault(new.namespace, []).append(position)
         for namespace, positions in by_namespace.items():
-            def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> dict[int, Memory]:
+            def work(conn: Connection, stored_vectors: VectorTransaction) -> dict[int, Memory]:
                 batch = [(p, news[p], vectors[p]) for p in positions]
-                done = self._insert_new(conn, index, ops, namespace, batch, actor, keep_contrast)
+                done = self._insert_new(conn, stored_vectors, namespace, batch, actor, keep_contrast)
                 for position, new, vector in batch:  # the rest as `add` does it, each seeing the ones before
                     if position not in done:
-                        while ops:
-                            ops.pop(0)()
-                        done[position] = self._add_in(conn, index, ops, new, vector, actor, keep_contrast)
-                while ops:
-                    ops.pop(0)()
+                        stored_vectors.apply_pending()
+                        done[position] = self._add_in(conn, stored_vectors, new, vector, actor, keep_contrast)
+                stored_vectors.apply_pending()
                 return done
 
             try:
-                for position, memory in self._commit(namespace, work).items():
+                for position, memory in self._vectors.write(namespace, work).items():
                     stored[position] = memory
             except Exception:
-                self._indexes.pop(namespace, None)  # it may hold rows the failed transaction never wrote
+                self._vectors.forget(namespace)  # it may hold rows the failed transaction never wrote
                 raise
         return stored
 
-    def _insert_new(self, conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp], namespace: str,
+    def _insert_new(self, conn: Connection, stored_vectors: VectorTransaction, namespace: str,
                     batch: list, actor: str, keep_contrast: bool) -> dict[int, Memory]:
         """add_many's fast path: the memories of `batch` that resemble no stored memory and no other
         memory of the batch, inserted with one statement (and their history with another); returns
@@ -396,49 +315,43 @@ class MemoryStore:
         similar = questions @ questions.T
         # like an earlier memory of this batch: `_add_in` compares it once that one is in
         alone = [i for i in range(len(batch)) if not i or float(similar[i, :i].max()) < floor - margin]
-        nearest: dict[int, tuple[int, float] | None] = {}
+        nearest: dict[int, Nearest] = {}
         plain = [i for i in alone if batch[i][1].caption is None and not keep_contrast]
-        if index is None and plain:  # in SQL: one statement for the batch's text memories
-            nearest.update(zip(plain, self._database_search.nearest_many(conn, namespace,
-                                                                         [batch[i][2][0] for i in plain])))
+        if plain:  # the batch's text memories together (in SQL: one statement)
+            nearest.update(zip(plain, stored_vectors.nearest_many([batch[i][2][0] for i in plain])))
         fresh_rows, fresh = [], {}
         for i in alone:
             position, new, vector = batch[i]
             modality = modality_for(new.caption)
             if i not in nearest:
-                nearest[i] = self._nearest(conn, index, namespace, modality, vector,
-                                           new.correct if keep_contrast else None)
+                nearest[i] = stored_vectors.nearest(modality, vector, new.correct if keep_contrast else None)
             if nearest[i] is not None and nearest[i][1] >= floor:
                 continue
             memory = _fresh_memory(new, modality, utc_now())
             check_memory(memory, namespace)
             fresh[position] = memory
-            fresh_rows.append((position, memory, vector, {**row_values(memory), **self._embedding_values(*vector)}))
+            fresh_rows.append((position, memory, vector, {**row_values(memory), **self._columns.values(*vector)}))
         if not fresh_rows:
             return {}
-        table = vector_memories if self._vectors_in_rows else memories
+        table = self._columns.table
         inserted = conn.execute(table.insert().returning(table.c.row_id, sort_by_parameter_order=True),
                                 [values for *_, values in fresh_rows]).scalars().all()
         conn.execute(memory_history.insert(), [{
             "memory_id": memory.id, "namespace": namespace, "action": "add", "before": None,
             "after": memory.to_json_dict(), "actor": actor, "created_at": to_db_time(utc_now()),
         } for _, memory, _, _ in fresh_rows])
-        if index is not None:
-            for row_id, (_, memory, vector, _) in zip(inserted, fresh_rows):
-                entry = IndexEntry(int(row_id), vector[0], vector[1], memory.correct, memory.usage_count,
-                                   memory.success_count, memory.question_type)
-                ops.append(lambda bucket=index.bucket(memory.modality), entry=entry: bucket.add(entry))
-        self._evict_over_capacity(conn, index, namespace, int(inserted[-1]), actor, ops)
+        for row_id, (_, memory, vector, _) in zip(inserted, fresh_rows):
+            stored_vectors.added(int(row_id), memory, vector)
+        self._evict_over_capacity(conn, stored_vectors, namespace, int(inserted[-1]), actor)
         return fresh
 
-    def _add_in(self, conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp], new: NewMemory,
-                vectors, actor: str, keep_contrast: bool) -> Memory:
+    def _add_in(self, conn: Connection, stored_vectors: VectorTransaction, new: NewMemory, vectors,
+                actor: str, keep_contrast: bool) -> Memory:
         """`add`'s work inside a write transaction."""
         modality = modality_for(new.caption)
         now = utc_now()
         fresh = _fresh_memory(new, modality, now)
-        nearest = self._nearest(conn, index, new.namespace, modality, vectors,
-                                new.correct if keep_contrast else None)
+        nearest = stored_vectors.nearest(modality, vectors, new.correct if keep_contrast else None)
         duplicate_floor = min(EXACT_DUPLICATE_SIMILARITY, self._merge_threshold or 1.0)
         existing_row = None
         if nearest is not None and nearest[1] >= duplicate_floor:
@@ -454,26 +367,26 @@ class MemoryStore:
                         return existing  # the Judge's opinion alone changes nothing that stays
                     # A verified run of a question kept as it is adds its outcome, with history.
                     target = with_outcome(existing, existing, new.correct, now)
-                    return self._update_existing(conn, index, ops, existing_row, existing, target,
+                    return self._update_existing(conn, stored_vectors, existing_row, existing, target,
                                                  None, "outcome", actor)
                 target = replace(fresh, id=existing.id, created_at=existing.created_at,
                                  pinned=existing.pinned)
-                return self._update_existing(conn, index, ops, existing_row, existing, target,
+                return self._update_existing(conn, stored_vectors, existing_row, existing, target,
                                              vectors, "replace", actor)
             if self._merge_threshold is not None and similarity >= self._merge_threshold:
                 base = fresh if new_is_better(existing, new) else existing
                 target = replace(with_outcome(base, existing, new.correct, now), id=existing.id,
                                  created_at=existing.created_at, pinned=existing.pinned)
-                return self._update_existing(conn, index, ops, existing_row, existing, target,
+                return self._update_existing(conn, stored_vectors, existing_row, existing, target,
                                              vectors if base is fresh else None, "merge", actor)
-        row_id = self._write_state(conn, index, new.namespace, None, fresh, vectors, ops)
+        row_id = self._write_state(conn, stored_vectors, new.namespace, None, fresh, vectors)
         self._record_history(conn, fresh.id, new.namespace, "add", None, fresh, actor)
-        self._evict_over_capacity(conn, index, new.namespace, row_id, actor, ops)
+        self._evict_over_capacity(conn, stored_vectors, new.namespace, row_id, actor)
         return fresh
 
-    def _update_existing(self, conn, index, ops, existing_row, existing: Memory, target: Memory,
+    def _update_existing(self, conn, stored_vectors, existing_row, existing: Memory, target: Memory,
                          vectors, action: str, actor: str) -> Memory:
-        self._write_state(conn, index, existing.namespace, existing_row, target, vectors, ops)
+        self._write_state(conn, stored_vectors, existing.namespace, existing_row, target, vectors)
         self._record_history(conn, existing.id, existing.namespace, action, existing, target, actor)
         return target
 
@@ -517,18 +430,9 @@ class MemoryStore:
         weights = {"similarity_weight": similarity_weight, "win_rate_weight": win_rate_weight,
                    "caption_weight": caption_weight}
         with self._engine.connect() as conn:
-            if self._database_search is not None:
-                successful, failed = self._database_search.search(
-                    conn, namespace, modality, question_vector, caption_vector, k=k, offset=offset,
-                    question_type=question_type, min_similarity=min_similarity, **weights)
-            else:
-                with self._lock:
-                    bucket = self._namespace_index(namespace, conn).buckets.get(modality)
-                    if bucket is None:
-                        return ContrastiveMemories([], [])
-                    successful, failed = bucket.search(
-                        question_vector, caption_vector, k=k, offset=offset, question_type=question_type,
-                        min_similarity=min_similarity, **weights)
+            successful, failed = self._vectors.search(
+                conn, namespace, modality, question_vector, caption_vector, k=k, offset=offset,
+                question_type=question_type, min_similarity=min_similarity, **weights)
             by_row = self._memories_by_row_id(conn, namespace, [r.row_id for r in successful + failed])
         def scored(ranked):
             return [ScoredMemory(by_row[r.row_id], r.similarity, r.score) for r in ranked if r.row_id in by_row]
@@ -553,10 +457,10 @@ class MemoryStore:
         wanted = list(dict.fromkeys(memory_ids))
         if not wanted:
             return
-        self._commit(namespace, lambda conn, index, ops: self._count_outcome(
-            conn, index, ops, namespace, wanted, correct, missing_ok))
+        self._vectors.write(namespace, lambda conn, stored_vectors: self._count_outcome(
+            conn, stored_vectors, namespace, wanted, correct, missing_ok))
 
-    def _count_outcome(self, conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp], namespace: str,
+    def _count_outcome(self, conn: Connection, stored_vectors: VectorTransaction, namespace: str,
                        wanted: list[str], correct: bool, missing_ok: bool) -> None:
         rows = conn.execute(
             select(memories.c.row_id, memories.c.id, memories.c.modality, memories.c.usage_count,
@@ -573,10 +477,9 @@ class MemoryStore:
             usage_count=memories.c.usage_count + 1,
             success_count=memories.c.success_count + (1 if correct else 0),
         ))
-        for row in rows if index is not None else ():
-            bucket = index.bucket(row.modality)
-            usage, success = row.usage_count + 1, row.success_count + (1 if correct else 0)
-            ops.append(lambda b=bucket, r=row.row_id, u=usage, s=success: b.update(r, usage=u, success=s))
+        for row in rows:
+            stored_vectors.counted(row.modality, row.row_id, row.usage_count + 1,
+                                   row.success_count + (1 if correct else 0))
 
     def record_verdict(self, key: str, *, namespace: str, memory_id: str | None, used_ids: list[str],
                        correct: bool, count_outcome: bool, provenance_update: dict, actor: str) -> bool:
@@ -589,8 +492,8 @@ class MemoryStore:
         self._check_verdict(key, namespace, verdict)
         if key in self.recorded_verdicts([key], namespace=namespace):
             return False  # checked before the write transaction too: a replay leaves other processes' indexes alone
-        return self._commit(namespace, lambda conn, index, ops: self._apply_verdict(conn, index, ops, namespace,
-                                                                                      key, verdict))
+        return self._vectors.write(namespace, lambda conn, stored_vectors: self._apply_verdict(
+            conn, stored_vectors, namespace, key, verdict))
 
     @staticmethod
     def _check_verdict(key: str, namespace: str, verdict: dict) -> None:
@@ -600,7 +503,7 @@ class MemoryStore:
         if not isinstance(verdict.get("correct"), bool):
             raise InvalidMemoryError(f"correct must be True or False, got {verdict.get('correct')!r}.")
 
-    def _apply_verdict(self, conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp], namespace: str,
+    def _apply_verdict(self, conn: Connection, stored_vectors: VectorTransaction, namespace: str,
                        key: str, verdict: dict) -> bool:
         already = conn.execute(select(recorded_verdicts.c.key).where(
             recorded_verdicts.c.namespace == namespace, recorded_verdicts.c.key == key)).first()
@@ -613,11 +516,11 @@ class MemoryStore:
             after = replace(before, correct=correct, provenance={**before.provenance, **verdict["provenance_update"]})
             if after != before:
                 after = replace(after, updated_at=utc_now())
-                self._write_state(conn, index, namespace, row, after, None, ops)
+                self._write_state(conn, stored_vectors, namespace, row, after, None)
                 self._record_history(conn, before.id, namespace, "relabel", before, after, verdict["actor"])
         used_ids = verdict["used_ids"]
         if verdict["count_outcome"] and used_ids:
-            self._count_outcome(conn, index, ops, namespace, list(dict.fromkeys(used_ids)), correct, True)
+            self._count_outcome(conn, stored_vectors, namespace, list(dict.fromkeys(used_ids)), correct, True)
         conn.execute(recorded_verdicts.insert(), {"namespace": namespace, "key": key,
                                                   "created_at": to_db_time(utc_now())})
         return True
@@ -638,13 +541,13 @@ class MemoryStore:
                 return insert_entry(conn, **entry)
         self._check_verdict(key, namespace, verdict)
 
-        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> bool:
+        def work(conn: Connection, stored_vectors: VectorTransaction) -> bool:
             if not insert_entry(conn, **entry):
                 return False
-            self._apply_verdict(conn, index, ops, namespace, key, verdict)
+            self._apply_verdict(conn, stored_vectors, namespace, key, verdict)
             return True
 
-        return self._commit(namespace, work)
+        return self._vectors.write(namespace, work)
 
     def queue_entries(self, *, namespace: str | None = None, kind: str | None = None, run_id: str | None = None,
                       untaken: bool = False, quarantined: bool = False, limit: int | None = None,
@@ -773,21 +676,21 @@ class MemoryStore:
                 mutate: Callable[[Memory], Memory | None]) -> Memory | None:
         check_namespace(namespace)
 
-        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> Memory | None:
+        def work(conn: Connection, stored_vectors: VectorTransaction) -> Memory | None:
             row = self._row(conn, namespace, memory_id)
             if row is None:
                 raise MemoryNotFoundError(memory_id, namespace)
             if action == "delete" and row_problem(row) is not None:  # removable, though unreadable
-                self._write_state(conn, index, namespace, row, None, None, ops)
+                self._write_state(conn, stored_vectors, namespace, row, None, None)
                 self._record_history(conn, memory_id, namespace, action, None, None, actor)
                 return None
             before = memory_from_row(row)
             after = mutate(before)
-            self._write_state(conn, index, namespace, row, after, None, ops)
+            self._write_state(conn, stored_vectors, namespace, row, after, None)
             self._record_history(conn, memory_id, namespace, action, before, after, actor)
             return after
 
-        return self._commit(namespace, work)
+        return self._vectors.write(namespace, work)
 
     def edit(self, memory_id: str, *, namespace: str, summary: str | None = None, plan: str | None = None,
              question_type: str | None = None, actor: str = "user") -> Memory:
@@ -846,20 +749,20 @@ class MemoryStore:
         entry = history_entry(row)
         before, after = (self._snapshot(entry, side, namespace) for side in ("before", "after"))
 
-        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> Memory | None:
+        def work(conn: Connection, stored_vectors: VectorTransaction) -> Memory | None:
             current_row = self._row(conn, namespace, entry.memory_id)
             current = memory_from_row(current_row) if current_row is not None else None
             target = reverted_state(entry, before, after, current)
             text_changed = current is None or (
                 target is not None and (target.question, target.caption) != (current.question, current.caption))
             vectors = self._encode(target.question, target.caption) if target is not None and text_changed else None
-            row_id = self._write_state(conn, index, namespace, current_row, target, vectors, ops)
+            row_id = self._write_state(conn, stored_vectors, namespace, current_row, target, vectors)
             self._record_history(conn, entry.memory_id, namespace, "undo", current, target, actor)
             if current is None:
-                self._evict_over_capacity(conn, index, namespace, row_id, actor, ops)
+                self._evict_over_capacity(conn, stored_vectors, namespace, row_id, actor)
             return target
 
-        return self._commit(namespace, work)
+        return self._vectors.write(namespace, work)
 
     @staticmethod
     def _snapshot(entry: HistoryEntry, side: str, namespace: str) -> Memory | None:
@@ -952,7 +855,7 @@ class MemoryStore:
         encoded = iter(self.embedder.encode(texts)) if texts else iter(())
         vectors = {m.id: (next(encoded), next(encoded) if m.caption else None) for m in wanted}
 
-        def work(conn: Connection, index: NamespaceIndex | None, ops: list[IndexOp]) -> ImportOutcome:
+        def work(conn: Connection, stored_vectors: VectorTransaction) -> ImportOutcome:
             taken = self._taken(conn, namespace, ids)
             if taken and existing == "refuse":
                 first = min(i for i, memory_id in enumerate(ids) if memory_id in taken)
@@ -966,14 +869,12 @@ class MemoryStore:
                 for memory in fresh:
                     question_vector, caption_vector = vectors[memory.id]
                     values = row_values(check_memory(memory, namespace))
-                    values.update(self._embedding_values(question_vector, caption_vector))
+                    values.update(self._columns.values(question_vector, caption_vector))
                     payload.append(values)
-                rows = vector_memories if self._vectors_in_rows else memories
+                rows = self._columns.table
                 row_ids = conn.execute(insert(rows).returning(rows.c.row_id, sort_by_parameter_order=True),
                                        payload).scalars().all()
-                fresh_vectors = [vectors[m.id] for m in fresh]
-                if index is not None:
-                    ops.append(lambda: index_new_rows(index, fresh, row_ids, fresh_vectors))
+                stored_vectors.added_many(fresh, row_ids, [vectors[m.id] for m in fresh])
                 outcome.added = len(fresh)
             if existing == "replace":
                 for memory in parsed.memories:
@@ -981,7 +882,7 @@ class MemoryStore:
                         continue
                     row = self._row(conn, namespace, memory.id)
                     before = memory_from_row(row) if row_problem(row) is None else None
-                    self._write_state(conn, index, namespace, row, memory, vectors[memory.id], ops)
+                    self._write_state(conn, stored_vectors, namespace, row, memory, vectors[memory.id])
                     self._record_history(conn, memory.id, namespace, "import", before, memory, actor)
                     outcome.replaced += 1
             history = [h for h in parsed.history if h["memory_id"] not in skipped]
@@ -991,10 +892,10 @@ class MemoryStore:
                 if history:
                     conn.execute(insert(memory_history), history)
             outcome.history = len(history)
-            self._evict_over_capacity(conn, index, namespace, None, actor, ops)
+            self._evict_over_capacity(conn, stored_vectors, namespace, None, actor)
             return outcome
 
-        return self._commit(namespace, work)
+        return self._vectors.write(namespace, work)
 
     @staticmethod
     def _history_keys(conn: Connection, namespace: str, memory_ids: list[str]) -> set[tuple]:
@@ -1008,7 +909,7 @@ class MemoryStore:
 
     def close(self) -> None:
         with self._lock:
-            self._indexes.clear()
+            self._vectors.close()
             self._engine.dispose()
 
     def __enter__(self) -> MemoryStore:
@@ -1016,6 +917,17 @@ class MemoryStore:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+    # ---- looked at by tests and benchmarks -----------------------------------------------
+    @property
+    def _indexes(self) -> dict[str, NamespaceIndex]:
+        """The namespaces whose vectors this process holds."""
+        return getattr(self._vectors, "indexes", {})
+
+    @property
+    def _database_search(self) -> DatabaseSearch | None:
+        """Set when search runs in SQL."""
+        return getattr(self._vectors, "database_search", None)
 
 
 def _fresh_memory(new: NewMemory, modality: str, now) -> Memory:
