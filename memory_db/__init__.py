@@ -25,7 +25,8 @@ from .records import (
     ScoredMemory,
     UnreadableMemory,
 )
-from .store import IMPORT_EXISTING, ImportOutcome, MemoryStore
+from .import_export import IMPORT_EXISTING, ImportOutcome
+from .store import MemoryStore
 from .vector_index import IndexSettings
 
 __all__ = [
