@@ -279,12 +279,13 @@ def test_unknown_tool_is_reported_to_the_model_and_the_loop_goes_on(tmp_path, sh
 
 @pytest.mark.parametrize(
     "overrides, reason",
-    [({"max_llm_calls": 3}, "LLM call limit (3) reached"), ({"max_tokens": 50}, "token limit (50) reached")],
+    [({"max_turns": 2}, "turn limit (2) reached"), ({"max_llm_calls": 3}, "LLM call limit (3) reached"),
+     ({"max_tokens": 50}, "token limit (50) reached")],
 )
-def test_call_and_token_limits_force_the_answer(tmp_path, shared_tools, embedder, roles, overrides, reason):
+def test_turn_call_and_token_limits_force_the_answer(tmp_path, shared_tools, embedder, roles, overrides, reason):
     searches = [call("search", query_list=[f"query {i}"]) for i in range(6)]
     models = roles(executor=searches + ["<answer>Tulsa</answer>"])
-    agent = make(tmp_path, shared_tools, embedder, models, max_turns=6, **overrides)
+    agent = make(tmp_path, shared_tools, embedder, models, **{"max_turns": 6, **overrides})
     events = list(agent.run(RunRequest(QUESTION)))
     forced = next(e for e in events if isinstance(e, AnswerReady))
     assert forced.forced and forced.reason == reason
