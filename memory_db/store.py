@@ -2,8 +2,8 @@
 
 Rows live in SQLite or PostgreSQL (SQLAlchemy Core); each namespace's vectors live in this process
 or, on PostgreSQL with pgvector, in the rows (memory_db.vector_backend). The store is composed of
-one part per idea: adding, searching, reading, curation, outcomes and verdicts, import and export;
-here, the learning queue and lease, and history and undo. All writes of one process go through one lock.
+one part per idea: adding, searching, reading, curation, outcomes and verdicts, history and undo,
+import and export; here, the learning queue and lease. All writes of one process go through one lock.
 """
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from .adding import Adding
 from .curation import Curation
 from .database import migrate, open_engine
 from .database_search import DatabaseSearch
 from .embedder import Embedder
-from .errors import HistoryNotFoundError, InvalidMemoryError
-from .history import history_entry, reverted_state
+from .errors import InvalidMemoryError
+from .history import HistoryAndUndo
 from .import_export import ImportExport
 from .learning_queue import (QueueEntry, check_entry, count_entries, insert_entry, mark_taken,
                              quarantine_entries, read_entries)
@@ -30,11 +30,8 @@ from .login_failures import LoginFailures
 from .outcomes import Outcomes
 from .pgvector import enable_vectors
 from .reading import Reading
-from .records import HistoryEntry, Memory
-from .rows import memory_from_row, utc_now
-from .schema import memory_history
+from .rows import utc_now
 from .searching import Searching
-from .snapshots import memory_from_record
 from .validation import check_namespace
 from .vector_backend import (BYTE_COLUMNS, VECTOR_COLUMNS, DatabaseVectors, EmbeddingColumns, InProcessVectors,
                              VectorBackend, VectorTransaction)
@@ -43,7 +40,7 @@ from .vector_index import IndexSettings, NamespaceIndex
 log = logging.getLogger(__name__)
 
 
-class MemoryStore(Adding, Searching, Reading, Curation, Outcomes, ImportExport):
+class MemoryStore(Adding, Searching, Reading, Curation, Outcomes, HistoryAndUndo, ImportExport):
     """Stores, scores and retrieves workflow memories, partitioned by namespace."""
 
     def __init__(
@@ -172,61 +169,6 @@ class MemoryStore(Adding, Searching, Reading, Curation, Outcomes, ImportExport):
     def login_failures(self) -> LoginFailures:
         """Wrong-password counts that every app process on this database shares."""
         return LoginFailures(self._engine, self._writer)
-
-    # ---- history and undo --------------------------------------------------------------------
-    def history(self, memory_id: str | None = None, *, namespace: str, limit: int = 100) -> list[HistoryEntry]:
-        """Recorded changes, newest first: of one memory, or of the whole namespace."""
-        check_namespace(namespace)
-        query = select(memory_history).where(memory_history.c.namespace == namespace)
-        if memory_id is not None:
-            query = query.where(memory_history.c.memory_id == memory_id)
-        with self._engine.connect() as conn:
-            rows = conn.execute(query.order_by(memory_history.c.id.desc()).limit(limit)).all()
-        return [history_entry(row) for row in rows]
-
-    def undo(self, history_id: int, *, namespace: str, actor: str = "user") -> Memory | None:
-        """Revert the change recorded as `history_id`. Fields the change did not touch keep
-        their current values; usage counters are reverted by difference. Returns the memory as
-        restored (None when undoing an add). The undo itself is recorded too."""
-        check_namespace(namespace)
-        with self._engine.connect() as conn:
-            row = conn.execute(select(memory_history).where(
-                memory_history.c.id == history_id, memory_history.c.namespace == namespace)).one_or_none()
-        if row is None:
-            raise HistoryNotFoundError(history_id, namespace)
-        entry = history_entry(row)
-        before, after = (self._snapshot(entry, side, namespace) for side in ("before", "after"))
-
-        def work(conn: Connection, stored_vectors: VectorTransaction) -> Memory | None:
-            current_row = self._row(conn, namespace, entry.memory_id)
-            current = memory_from_row(current_row) if current_row is not None else None
-            target = reverted_state(entry, before, after, current)
-            text_changed = current is None or (
-                target is not None and (target.question, target.caption) != (current.question, current.caption))
-            vectors = self._encode(target.question, target.caption) if target is not None and text_changed else None
-            row_id = self._write_state(conn, stored_vectors, namespace, current_row, target, vectors)
-            self._record_history(conn, entry.memory_id, namespace, "undo", current, target, actor)
-            if current is None:
-                self._evict_over_capacity(conn, stored_vectors, namespace, row_id, actor)
-            return target
-
-        return self._vectors.write(namespace, work)
-
-    @staticmethod
-    def _snapshot(entry: HistoryEntry, side: str, namespace: str) -> Memory | None:
-        """A history entry's before/after state as a memory of `namespace` and of the entry's memory,
-        validated as a new memory is: an entry imported before imports were validated may name
-        another namespace or hold values no memory may have."""
-        data = getattr(entry, side)
-        if data is None:
-            return None
-        try:
-            return memory_from_record(data, namespace=namespace, now=utc_now(), memory_id=entry.memory_id,
-                                      complete=True)
-        except (InvalidMemoryError, KeyError, TypeError, ValueError) as exc:
-            raise InvalidMemoryError(
-                f"History entry {entry.id} cannot be undone: its {side!r} state is not a valid memory "
-                f"({str(exc).rstrip('.')}).") from None
 
     def close(self) -> None:
         with self._lock:
