@@ -33,13 +33,17 @@ def test_text_pages_are_not_sent_to_ocr(tmp_path, monkeypatch):
     assert calls == [] and parsed.ocr_pages == 0
 
 
-def test_without_tesseract_the_page_is_reported_and_the_rest_goes_in(store, tmp_path, monkeypatch):
+def index_a_scan_and_a_text_pdf_without_tesseract(store, tmp_path, monkeypatch):
     monkeypatch.setattr(ocr, "tesseract_path", lambda: None)
-    assert not ocr_available()
-    assert ocr_status().startswith("OCR is off: tesseract is not installed") and "apt-get install tesseract-ocr" in ocr_status()
     scan = write_image_pdf(tmp_path / "scan.pdf")
     text = write_pdf(tmp_path / "text.pdf", PDF_PAGES)
-    report = store.add_paths("alice", "mixed", [scan, text])
+    return store.add_paths("alice", "mixed", [scan, text])
+
+
+def test_without_tesseract_the_page_is_reported_and_the_rest_goes_in(store, tmp_path, monkeypatch):
+    report = index_a_scan_and_a_text_pdf_without_tesseract(store, tmp_path, monkeypatch)
+    assert not ocr_available()
+    assert ocr_status().startswith("OCR is off: tesseract is not installed") and "apt-get install tesseract-ocr" in ocr_status()
     assert report.failed == []
     by_name = {info.name: info for info in report.indexed}
     assert by_name["scan.pdf"].unread_pages == [1] and not by_name["scan.pdf"].ocr_on
@@ -47,11 +51,14 @@ def test_without_tesseract_the_page_is_reported_and_the_rest_goes_in(store, tmp_
     assert "1 image-only pages not read (OCR is off)" in " ".join(report.lines())
     assert read_image_text(tmp_path / "scan.pdf") is None
 
-    monkeypatch.undo()  # tesseract is back: re-indexing reads the page now
-    if ocr_available():
-        again = store.reindex("alice", "mixed", "scan.pdf")
-        assert again.indexed[0].ocr_pages == 1 and again.indexed[0].unread_pages == []
-        assert store.search("alice", ["pelican code"], 3)[0][0][0].title == "scan.pdf p. 1 (OCR)"
+
+@needs_tesseract
+def test_once_tesseract_is_installed_reindexing_reads_the_unread_page(store, tmp_path, monkeypatch):
+    index_a_scan_and_a_text_pdf_without_tesseract(store, tmp_path, monkeypatch)
+    monkeypatch.undo()
+    again = store.reindex("alice", "mixed", "scan.pdf")
+    assert again.indexed[0].ocr_pages == 1 and again.indexed[0].unread_pages == []
+    assert store.search("alice", ["pelican code"], 3)[0][0][0].title == "scan.pdf p. 1 (OCR)"
 
 
 @needs_tesseract

@@ -72,6 +72,7 @@ def test_compare_two_folders_writes_a_table_and_a_plot(smoke_results, tmp_path):
     paired = next(line for line in text.splitlines() if line.startswith("| none (cold) | 3 |") and "pts" in line)
     assert paired.split(" | ")[3:5] == [str(only_none), str(only_mia)]
     loss_lines = text.split("Where the misses are lost")[1].splitlines()[4:6]
+    assert [line.split("|")[1].strip() for line in loss_lines] == ["mia (cold)", "none (cold)"]
     for line, rows in zip(loss_lines, (mia_rows, none_rows)):
         cells = line.strip("|").split("|")
         misses = sum(not r.correct for r in rows)
