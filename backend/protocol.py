@@ -147,3 +147,9 @@ def neutralise(text: str) -> str:
 
 def format_tool_response(content: str) -> str:
     return f"{RESPONSE_OPEN}\n{neutralise(content)}\n{RESPONSE_CLOSE}"
+
+
+def clean_query(text: str, max_chars: int = 200) -> str:
+    """A search query (or a short answer) as a small model wrote it, without markup, quotes or placeholders."""
+    cleaned = re.sub(r"<[^>]*>", " ", text).replace('"', " ").replace("\\", " ")
+    return " ".join(cleaned.split())[:max_chars]

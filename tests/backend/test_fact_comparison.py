@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from backend.comparison import Comparison, comparison_of, decide, first_date, first_number
+from backend.fact_comparison import Comparison, comparison_of, decide, first_date, first_number
 from backend.events import AnswerReady, ExecutorThought, Recovery, ToolCalled
 from backend.executor import ExecutorSession
 from backend.metering import RunMeter

@@ -1,0 +1,132 @@
+"""The reader: an Executor session's answer, read from the run's evidence as a short span.
+
+`AnswerReading` is the reading half of `backend.executor.ExecutorSession`: it reads what the session
+holds (the model, its conversation, the passages its tools returned, the results of tools that gather
+no evidence) and sets `read_from`, the passages the answer was read from. A closed question is answered
+by a constrained choice among its options (a comparison of dates or amounts decided from each option's
+copied fact, backend.fact_comparison); an open one by a short generated span, after the sentence that
+states it where the model quotes first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+from backend import protocol
+from backend.protocol import clean_query
+from backend.events import Event, ExecutorThought, Recovery, TextDelta
+from backend.evidence import choice_options, closed_options, evidence_lines
+from backend.fact_comparison import comparison_of, decide
+from backend.llm.base import ChatModel, Completion
+from backend.prompts import executor as prompts
+
+
+class AnswerReading:
+    """Reads from the session's `model`, `passages`, `worked`, `_messages()`, `_titles_in_view()`,
+    `_sees_every_result()`, `read_by_quote`, `compare_by_facts`, `run_id` and `turn_count`."""
+
+    model: ChatModel
+    passages: list[dict]
+    worked: list[str]
+    read_from: list[str]
+    read_by_quote: bool
+    compare_by_facts: bool
+    run_id: str
+
+    def _evidence(self, question: str) -> list[tuple[str, str]]:
+        """The run's passages most relevant to the question, whole paragraphs when the model can read
+        them, as (title, line)."""
+        if self.model.traits.small:  # a small model copies whatever long context it sees
+            return evidence_lines(question, self.passages, max_chars=1200, max_passage_chars=300)
+        budget = min(2400, self.model.traits.context_tokens * 2)
+        return evidence_lines(question, self.passages, max_chars=budget, max_passage_chars=900)
+
+    def _reader_messages(self, question: str, ask: str = "") -> list[dict]:
+        """What the answer is read from. A model that saw every result in full reads it from its own
+        conversation, which its prompt cache already holds; otherwise from the run's most relevant
+        passages, chosen over the whole run so later searches never push the first ones out.
+        `ask` replaces the plain request for the answer."""
+        if self._reads_conversation():
+            self.read_from = self._titles_in_view()
+            messages = self._messages()
+            ask = ask or prompts.READ_FROM_CONVERSATION.format(question=question)
+            if messages[-1]["role"] == "user":
+                return messages[:-1] + [{**messages[-1], "content": messages[-1]["content"] + "\n\n" + ask}]
+            return messages + [{"role": "user", "content": ask}]
+        evidence = self._evidence(question)
+        self.read_from = list(dict.fromkeys(title for title, _ in evidence))
+        lines = [line for _, line in evidence] + [prompts.WORKED_LINE.format(result=r) for r in self.worked]
+        return prompts.reader_messages(protocol.neutralise("\n".join(lines)), question, ask)
+
+    def _reads_conversation(self) -> bool:
+        return self._sees_every_result() and bool(self.passages)
+
+    @property
+    def _quotes(self) -> bool:
+        return self.read_by_quote and not self.model.traits.small
+
+    def read_answer(self, question: str, *, draft: bool = False) -> Generator[Event, None, str]:
+        """The answer read from the evidence alone, as a short span. A closed question ("A or B?",
+        "Between A and B, ...", a yes/no question) is answered by a constrained choice among its options;
+        a larger model first copies each named option's fact, and a comparison of dates or amounts is
+        then decided from those facts (backend.fact_comparison). Yes/no questions get no facts: on 16 `train`
+        ones the facts changed nothing (11 right with them, 12 without). With `read_by_quote`
+        (agent.read_by_quote) a larger model copies the sentence that states an open question's answer
+        first: on 100 `train` bridge questions exact match rose from 32% to 39%, containment from 50% to
+        51%. A `draft` (a guided turn's "is the answer found yet?") is read plain: a quoted draft tends
+        to be the first hop's sentence, which the results state, so the search stopped one hop short."""
+        options = closed_options(question)
+        if options:
+            prefill = prompts.CHOICE_PREFILL
+            named = choice_options(question)
+            if named and self.compare_by_facts and not self.model.traits.small:
+                messages = self._reader_messages(question, prompts.option_facts_ask(
+                    question, named, from_conversation=self._reads_conversation()))
+                facts = self._option_facts(messages, named)
+                yield ExecutorThought(self.run_id, turn=self.turn_count, text=prompts.option_facts_text(facts).strip())
+                comparison = comparison_of(question)
+                decided = decide(comparison, facts) if comparison else None
+                if decided is not None:
+                    yield Recovery(
+                        self.run_id, turn=self.turn_count, reason=f"a comparison of {comparison.kind}s",
+                        action=f"{decided!r} decided from the options' facts", routine=True,
+                    )
+                    return decided
+                prefill = prompts.option_facts_text(facts) + prompts.CHOICE_PREFILL
+            else:
+                messages = self._reader_messages(question)
+            choice = self.model.choose(messages, options, prefill=prefill)
+            yield Recovery(
+                self.run_id, turn=self.turn_count, reason="closed question: its answer is one of its options",
+                action=f"chose {choice.label!r} among {options} by log-probability", routine=True,
+            )
+            return choice.label
+        prefill = prompts.ANSWER_PREFILL
+        if self._quotes and not draft:
+            messages = self._reader_messages(question, prompts.quote_ask(
+                question, from_conversation=self._reads_conversation()))
+            quote = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=prompts.QUOTE_PREFILL).text
+            quoted = f"{prompts.QUOTE_PREFILL} {' '.join(quote.split())}"
+            yield ExecutorThought(self.run_id, turn=self.turn_count, text=quoted)
+            prefill = f"{quoted}\n{prompts.ANSWER_PREFILL}"
+        else:
+            messages = self._reader_messages(question)
+        completion = None
+        for item in self.model.stream(messages, max_new_tokens=32, stop=("\n\n",), prefill=prefill):
+            if isinstance(item, Completion):
+                completion = item
+            elif item:
+                yield TextDelta(self.run_id, turn=self.turn_count, text=item)
+        # The first non-empty line: small models often open with a line break before the answer.
+        lines = [clean_query(line) for line in (completion.text if completion else "").splitlines()]
+        return next((line.strip(" .") for line in lines if line.strip(" .")), "")
+
+    def _option_facts(self, messages: list[dict], options: list[str]) -> dict[str, str]:
+        """Each option's fact, one line each, every line prefilled with its option's name (one growing
+        prefix, so the prompt cache serves each next line)."""
+        facts: dict[str, str] = {}
+        for option in options:
+            prefill = prompts.option_facts_text(facts) + f"{option}:"
+            completion = self.model.generate(messages, max_new_tokens=28, stop=("\n",), prefill=prefill)
+            facts[option] = " ".join(completion.text.split())
+        return facts
