@@ -1,5 +1,6 @@
-"""Making text that came from a model, a page, a document or a memory inert before it reaches the
-browser: one escaper for the Markdown the app's components render, one for the HTML it writes itself.
+"""Making text that came from a model, a page, a document or a memory inert before a person reads it:
+one escaper for the Markdown the app's components render, one for the HTML it writes itself, one for
+the Markdown report a person downloads.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ def escape_html(text: object) -> str:
     return html.escape(str(text if text is not None else ""), quote=True)
 
 
-def safe_url(url: str | None) -> str | None:
-    """An http(s) URL made safe to put in a markdown link target, or None."""
-    if not url or not url.lower().startswith(("http://", "https://")):
-        return None
-    return html.escape(url, quote=True).replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+def escape_markdown_file(text: object) -> str:
+    """Escape for a downloaded Markdown document (the run report): markdown's link, emphasis and table
+    triggers and HTML's < > backslash-escaped, no HTML entities; carriage returns dropped."""
+    escaped = str(text if text is not None else "")
+    for ch in "\\`*_[]|#<>":
+        escaped = escaped.replace(ch, "\\" + ch)
+    return escaped.replace("\r", "")

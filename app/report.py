@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from app.escaping import escape_markdown_file
 from backend.events import Event, RunStarted, TextDelta, ToolCalled, ToolReturned
 from backend.executor import Step
 from backend.feedback_queue import FeedbackItem
@@ -23,16 +24,6 @@ from backend.replay import RunRecord, replay
 REPORT_FORMAT = "mia-run"
 REPORT_VERSION = 1
 DOC_SCHEME = "doc://"
-_MD_SPECIALS = "\\`*_[]|#<>"
-
-
-def md(text: object) -> str:
-    """Text made inert in Markdown: HTML and markdown's link, emphasis and table triggers escaped."""
-    escaped = str(text if text is not None else "")
-    for ch in _MD_SPECIALS:
-        escaped = escaped.replace(ch, "\\" + ch)
-    return escaped.replace("\r", "")
-
 
 def _one_line(text: object, limit: int = 0) -> str:
     flat = re.sub(r"\s+", " ", str(text if text is not None else "")).strip()
@@ -166,19 +157,21 @@ def stats_text(stats: dict) -> str:
 
 
 def _blockquote(text: str) -> list[str]:
-    return [f"   > {md(line)}" if line.strip() else "   >" for line in (text or "").strip().splitlines()] or ["   >"]
+    lines = (text or "").strip().splitlines()
+    return [f"   > {escape_markdown_file(line)}" if line.strip() else "   >" for line in lines] or ["   >"]
 
 
 def feedback_lines(feedback: FeedbackItem) -> list[str]:
     """A person's feedback on the run: their verdict, and the right answer they typed, marked as a
     person's correction (not the Judge's) with who gave it and when."""
-    who = f"{md(feedback.user)}, {_when(feedback.at)}"
-    lines = ["## Feedback from a person", "", f"- Marked **{md(feedback.label_after)}** by {who}"]
+    who = f"{escape_markdown_file(feedback.user)}, {_when(feedback.at)}"
+    lines = ["## Feedback from a person", "", f"- Marked **{escape_markdown_file(feedback.label_after)}** by {who}"]
     if feedback.right_answer:
-        lines.append(f"- **Correction by a person**: the right answer is **{md(feedback.right_answer)}** "
+        right_answer = escape_markdown_file(feedback.right_answer)
+        lines.append(f"- **Correction by a person**: the right answer is **{right_answer}** "
                      f"(typed by {who}; a person's word, not the Judge's)")
     if feedback.comment:
-        lines.append(f"- Comment: {md(_one_line(feedback.comment, 2000))}")
+        lines.append(f"- Comment: {escape_markdown_file(_one_line(feedback.comment, 2000))}")
     return lines + [""]
 
 
@@ -199,34 +192,36 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
     passages = retrieved_passages(events)
     status = run_status(record)
     started = record.started
-    lines = [f"# Research report: {md(_one_line(record.question) or '(no question)')}", ""]
-    lines += [f"- Run: `{md(record.run_id)}`", f"- Started: {_when(started.at if started else None)}",
-              f"- Status: {STATUS_WORDS[status]}"]
+    lines = [f"# Research report: {escape_markdown_file(_one_line(record.question) or '(no question)')}", ""]
+    lines += [f"- Run: `{escape_markdown_file(record.run_id)}`",
+              f"- Started: {_when(started.at if started else None)}", f"- Status: {STATUS_WORDS[status]}"]
     if started is not None and started.ground_truth:
-        lines.append(f"- Right answer given: {md(started.ground_truth)}")
+        lines.append(f"- Right answer given: {escape_markdown_file(started.ground_truth)}")
     if started is not None and started.image:
-        lines.append(f"- Image attached; caption: {md(started.caption or 'none')} (from {md(started.caption_source or '-')})")
+        lines.append(f"- Image attached; caption: {escape_markdown_file(started.caption or 'none')}"
+                     f" (from {escape_markdown_file(started.caption_source or '-')})")
     lines.append("")
 
     answer = record.last_answer_event
     lines += ["## Answer", ""]
     if record.failure is not None:
-        lines += [f"The run failed: {md(record.failure.message)}", ""]
+        lines += [f"The run failed: {escape_markdown_file(record.failure.message)}", ""]
     if answer is not None:
         marks = "".join(f" [{c.get('n', i)}]" for i, c in enumerate(answer.sources, 1))
-        lines += [f"**{md(answer.text or '(no answer)')}**{marks}", ""]
+        lines += [f"**{escape_markdown_file(answer.text or '(no answer)')}**{marks}", ""]
         if answer.forced:
-            lines += [f"_Answer forced: {md(answer.reason)}._", ""]
+            lines += [f"_Answer forced: {escape_markdown_file(answer.reason)}._", ""]
         if record.first_answer and record.first_answer != answer.text:
-            lines += [f"Before the replan the answer was: {md(record.first_answer)}", ""]
+            lines += [f"Before the replan the answer was: {escape_markdown_file(record.first_answer)}", ""]
     elif record.failure is None:
         lines += ["No answer was given." if status != "stopped" else "The run was stopped before any answer.", ""]
     if record.verdict is not None:
         v = record.verdict
-        how = (f"verified against the right answer {md(v.ground_truth)} ({md(v.method)})" if v.verified
-               else f"unverified: the Judge's opinion without a right answer ({md(v.method)}"
+        how = (f"verified against the right answer {escape_markdown_file(v.ground_truth)}"
+               f" ({escape_markdown_file(v.method)})" if v.verified
+               else f"unverified: the Judge's opinion without a right answer ({escape_markdown_file(v.method)}"
                     + (f", confidence {v.confidence:.2f}" if v.confidence is not None else "") + ")")
-        lines += [f"**Verdict:** {md(v.label)}, {how}", ""]
+        lines += [f"**Verdict:** {escape_markdown_file(v.label)}, {how}", ""]
     if feedback is not None:
         lines += feedback_lines(feedback)
 
@@ -236,10 +231,12 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
             n = citation.get("n", i)
             link = web_link(citation.get("url"))
             where = source_label(citation)
-            locator = f" — <{link}>" if link else (f" — {md(citation.get('url'))}" if citation.get("url") else "")
-            lines.append(f"{n}. **{md(citation.get('title') or '(untitled)')}** ({md(where)}){locator}")
+            url = citation.get("url")
+            locator = f" — <{link}>" if link else (f" — {escape_markdown_file(url)}" if url else "")
+            lines.append(f"{n}. **{escape_markdown_file(citation.get('title') or '(untitled)')}**"
+                         f" ({escape_markdown_file(where)}){locator}")
             if citation.get("sentence"):
-                lines.append(f"   - Cited sentence: “{md(_one_line(citation['sentence']))}”")
+                lines.append(f"   - Cited sentence: “{escape_markdown_file(_one_line(citation['sentence']))}”")
             passage = cited_passage(citation, passages)
             if passage is not None and passage.get("text"):
                 lines.append("   - Passage as retrieved:")
@@ -258,9 +255,9 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
     for plan in record.plans:
         if plan.revision:
             lines += [f"### Supplementary plan (after reflection {plan.revision})", ""]
-        lines += [f"{i}. {md(step)}" for i, step in enumerate(plan.steps, 1)] or ["(no steps)"]
+        lines += [f"{i}. {escape_markdown_file(step)}" for i, step in enumerate(plan.steps, 1)] or ["(no steps)"]
         if plan.recovered:
-            lines.append(f"\n_Recovery: {md(plan.recovered)}_")
+            lines.append(f"\n_Recovery: {escape_markdown_file(plan.recovered)}_")
         lines.append("")
 
     steps = list(record.steps) + unrecorded_steps(events, record)
@@ -269,16 +266,18 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         lines += ["No Executor steps.", ""]
     for step in steps:
         if step.tool:
-            found = "; ".join(md(t) for t in step.titles) or ("error" if step.ok is False else "nothing")
-            lines.append(f"- Turn {step.turn}: {md(step.tool)} {md(query_text(step.arguments))} → {found}")
+            found = ("; ".join(escape_markdown_file(t) for t in step.titles)
+                     or ("error" if step.ok is False else "nothing"))
+            lines.append(f"- Turn {step.turn}: {escape_markdown_file(step.tool)}"
+                         f" {escape_markdown_file(query_text(step.arguments))} → {found}")
         elif step.answer is not None:
-            lines.append(f"- Turn {step.turn}: answered {md(step.answer)}")
+            lines.append(f"- Turn {step.turn}: answered {escape_markdown_file(step.answer)}")
         else:
             lines.append(f"- Turn {step.turn}: no action")
         if step.think:
-            lines.append(f"  - Thought: {md(_one_line(step.think, 600))}")
+            lines.append(f"  - Thought: {escape_markdown_file(_one_line(step.think, 600))}")
         if step.recovery:
-            lines.append(f"  - Recovery: {md(step.recovery)}")
+            lines.append(f"  - Recovery: {escape_markdown_file(step.recovery)}")
     lines.append("")
 
     if record.reflections:
@@ -288,8 +287,8 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
     if record.memory_stored is not None:
         m = record.memory_stored
         lines += ["## Memory stored", "",
-                  f"`{md(m.memory_id)}` ({'correct' if m.correct else 'incorrect'}, {md(m.question_type)}): "
-                  f"{md(_one_line(m.summary, 2000))}", ""]
+                  f"`{escape_markdown_file(m.memory_id)}` ({'correct' if m.correct else 'incorrect'},"
+                  f" {escape_markdown_file(m.question_type)}): {escape_markdown_file(_one_line(m.summary, 2000))}", ""]
     if record.finished is not None:
         lines += ["## Run summary", "", stats_text(record.finished.stats), ""]
     return "\n".join(lines)

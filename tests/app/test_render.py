@@ -1,6 +1,6 @@
 import json
 
-from app.escaping import escape_markdown, safe_url
+from app.escaping import escape_markdown
 from app.render_html import KEEP_OPEN_JS, TranscriptPage, transcript_of
 from app.render_text import event_to_text, json_for_terminal
 from app.transcript import RunLimits, RunTranscript
@@ -28,11 +28,6 @@ def test_escape_neutralises_html_and_markdown_links():
     out = escape_markdown(SCRIPT + " [click](javascript:alert(1))")
     assert "<script>" not in out and "&lt;script&gt;" in out
     assert "[click]" not in out
-
-
-def test_only_http_urls_become_links():
-    assert safe_url("javascript:alert(1)") is None
-    assert safe_url("https://example.org/a b(c)") == "https://example.org/a%20b%28c%29"
 
 
 def passage(title, text, source="wiki:hotpotqa", url=None):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from app.escaping import escape_markdown_file
 from app.report import (
-    cited_passage, document_place, md, report_markdown, report_names, run_json, source_label, web_link,
+    cited_passage, document_place, report_markdown, report_names, run_json, source_label, web_link,
     write_report_files,
 )
 from backend.events import (
@@ -126,7 +127,7 @@ def test_places_and_links_of_passages():
     assert source_label({"source": "doc:papers", "url": "doc://papers/a.pdf"}) == "document a.pdf (collection papers)"
     assert web_link("javascript:alert(1)") is None and web_link("doc://a/b") is None
     assert web_link("https://x.org/a b>c") == "https://x.org/a%20b%3Ec"
-    assert md("*[x](y)* <b>") == "\\*\\[x\\](y)\\* \\<b\\>"
+    assert escape_markdown_file("*[x](y)* <b>") == "\\*\\[x\\](y)\\* \\<b\\>"
     texts = [passage("T", "short"), passage("T", "a longer text with the sentence in it")]
     assert cited_passage({"title": "T", "url": None, "sentence": "the sentence"}, texts)["text"].startswith("a longer")
     assert cited_passage({"title": "Nope", "url": None}, texts) is None
