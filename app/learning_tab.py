@@ -15,6 +15,7 @@ import gradio as gr
 
 from app.escaping import escape_markdown
 from app.session import AppContext
+from backend.code_identity import prompts_digest
 from backend.config import ConfigError
 
 if TYPE_CHECKING:  # the learner imports torch and peft; the app imports it only when learning is on
@@ -145,6 +146,9 @@ def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
         _memory_line(ctx),
         f"- Last error: {escape_markdown(s.last_error) if s.last_error else 'none'}",
     ]
+    if current is not None and current.prompts and current.prompts != prompts_digest():
+        lines.append(f"- ⚠️ Planner `{current.name}` was trained with other prompts than this code's "
+                     "(`backend/prompts/` changed since): if its plans get worse, roll back to 0, the base model")
     if s.quarantined and _sees_everything(ctx, request):  # the rows' reasons quote what was queued
         lines.append(f"- ⚠️ {escape_markdown(s.quarantined)} (kept in the queue, never read again; "
                      "the rows after them are learned)")

@@ -109,6 +109,14 @@ def test_status_versions_signals_and_admin_only_controls(learning_runtime, learn
     assert newest[1] == "promoted" and newest[2] == "v0000" and newest[8] == 2 and newest[9] == 4
     assert " vs " in newest[5] and "canary" in newest[10]
     assert "`v0001`" in admin.status and "Pending signals: **0**" in admin.status
+    # A version records the prompts it was trained with; after a prompt change the view warns.
+    from backend.code_identity import prompts_digest
+
+    promoted = learner.versions.current()
+    assert promoted.prompts == prompts_digest() and "other prompts" not in admin.status
+    learner.versions.record(replace(promoted, prompts="0" * 16))
+    assert "Planner `v0001` was trained with other prompts" in view(ctx, "root").status
+    learner.versions.record(promoted)
     # Alice sees only her namespace's signals; the admin sees everyone's.
     assert [row[1] for row in alice.signals] == ["alice"] and alice.signals[0][3] == QUESTION
     assert alice.signals[0][4] == "v0000" and alice.signals[0][6].endswith("/2")

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import torch
 
+from backend.code_identity import prompts_digest
 from backend.config import LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
@@ -565,6 +566,7 @@ class TestTimeLearner:
                 train_reward=sum(rewards) / len(rewards), canary_reward=result.reward,
                 parent_canary_reward=parent.canary_reward, update_seconds=update_seconds,
                 canary_seconds=result.seconds, signals=len(self.batch), rollouts=len(rewards),
+                prompts=prompts_digest(),
                 note=(f"GRPO on {stats.tokens} tokens, loss {stats.loss:.4f}; canary {result.correct}/"
                       f"{result.questions} correct, reward {result.reward:.3f} vs {parent.canary_reward:.3f}"
                       + ("; discarded: the Planner was rolled back during the update" if rolled_back else "")),

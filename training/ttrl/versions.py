@@ -48,6 +48,7 @@ class Version:
     rollouts: int = 0
     note: str = ""
     adapter_dir: str = ""  # "" for the base model
+    prompts: str = ""  # backend.code_identity.prompts_digest() of the prompts it was trained with ("" before recorded)
 
     @property
     def name(self) -> str:
