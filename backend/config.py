@@ -189,6 +189,7 @@ class DocumentsConfig:
 
 LEARNER_WORKERS = ("process", "thread", "external")
 LEARNER_WEIGHT_DTYPES = ("bfloat16", "float32")
+LEARNERS = ("grpo", "rft")
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,9 @@ class LearningConfig:
     # The trained Planner copy's weights: "bfloat16" needs half the memory of "float32" (LoRA adapters
     # stay float32 either way); "float32" only on a CPU without bfloat16 arithmetic, where it samples faster.
     weights_dtype: str = "bfloat16"
+    # "grpo": rollouts per signal and the paper's GRPO update; "rft": no rollouts, a supervised update
+    # on the plans of runs verified successful (training/ttrl/rft.py). Both share the canary and promotion.
+    learner: str = "grpo"
 
 
 @dataclass(frozen=True)
@@ -485,6 +489,7 @@ def _validate(config: Config) -> None:
         (0 <= t.worker_nice <= 19, "ttrl.worker_nice", "must be 0-19"),
         (t.lease_ttl_s >= 5, "ttrl.lease_ttl_s", "must be at least 5 seconds"),
         (t.weights_dtype in LEARNER_WEIGHT_DTYPES, "ttrl.weights_dtype", f"must be one of {', '.join(LEARNER_WEIGHT_DTYPES)}"),
+        (t.learner in LEARNERS, "ttrl.learner", f"must be one of {', '.join(LEARNERS)}"),
     ])
     validate_agent(config.agent)
     validate_memory(config.memory)

@@ -47,7 +47,7 @@ from backend.config import LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
 from backend.manager import Manager
-from backend.tools.base import Tool
+from backend.tools.base import Tool, tool_names_line
 from memory_db import LeaseFence, LeaseLost
 from training.episode import EpisodeSettings
 from training.grpo import group_advantages, grpo_update
@@ -56,6 +56,7 @@ from training.ttrl.budget import RolloutBudget
 from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
 from training.ttrl.gate import GatedModel, YieldGate
 from training.ttrl.memory_fit import NotEnoughMemory, learner_need, require_memory
+from training.ttrl.rft import plan_sample, rft_update, successful_memory
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
 from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
@@ -424,7 +425,7 @@ class TestTimeLearner:
             self.activity = "paused" if self.paused else "switched off"
             return "paused"
         self.poll_feedback()
-        n = self.settings.rollouts_per_signal
+        n = 0 if self.settings.learner == "rft" else self.settings.rollouts_per_signal
         with self._lock:
             if not self.pending:
                 self.activity = "idle"
@@ -491,6 +492,8 @@ class TestTimeLearner:
 
     def process(self, signal: Signal) -> SignalOutcome:
         """Rollouts for one signal, memory consolidation, and the group added to the batch."""
+        if self.settings.learner == "rft":
+            return self._process_rft(signal)
         started = time.perf_counter()
         self.activity = f"rolling out {self.settings.rollouts_per_signal} plans for: {signal.question[:80]}"
         policy = self.policy()
@@ -518,6 +521,30 @@ class TestTimeLearner:
         })
         return outcome
 
+    def _process_rft(self, signal: Signal) -> SignalOutcome:
+        """RFT: the plan of the signal's run, when its memory is a verified success, joins the batch as
+        one supervised example; no rollouts run."""
+        started = time.perf_counter()
+        self.activity = f"reading the verified plan for: {signal.question[:80]}"
+        memory = successful_memory(self.manager, signal)
+        version = self.versions.current().name
+        samples = []
+        if memory is not None:
+            samples = [asdict(plan_sample(self.policy(), self.manager, memory, settings=self.episode_settings,
+                                          tools_text=tool_names_line(self.tools.values())))]
+            with self._lock:
+                self.batch.append(_Group(signal=signal.to_dict(), rewards=[1.0], samples=[samples]))
+                self._save_batch()
+        self._log("signals.jsonl", {
+            "at": time.time(), "question": signal.question, "kind": signal.kind, "source": signal.source,
+            "namespace": signal.namespace, "planner_version": version, "learner": "rft",
+            "rewards": [1.0] if samples else [], "answers": [], "correct": len(samples),
+            "memory": memory.id if memory is not None else None,
+            "note": "" if samples else "no verified successful plan to learn from",
+            "seconds": round(time.perf_counter() - started, 2),
+        })
+        return SignalOutcome(signal, [], [], [], time.perf_counter() - started)
+
     def _canary(self, model: ChatModel) -> CanaryResult:
         return evaluate_canary(self.canary, planner_model=self._gated(model), executor_model=self.executor_model, tools=self.tools,
                                settings=self.episode_settings, weights=self.reward_weights)
@@ -528,9 +555,9 @@ class TestTimeLearner:
         A batch in which every question's rollouts scored alike carries no GRPO signal (all
         advantages are 0): it is dropped without making a version."""
         policy = self.policy()
-        n = self.settings.rollouts_per_signal
+        rft = self.settings.learner == "rft"
         rewards = [r for group in self.batch for r in group.rewards]
-        advantages = group_advantages(rewards, n)
+        advantages = [1.0] * len(rewards) if rft else group_advantages(rewards, self.settings.rollouts_per_signal)
         if not any(advantages):
             self._log("updates.jsonl", {"at": time.time(), "event": "skipped", "signals": len(self.batch),
                                         "reason": "every question's rollouts scored the same: no learning signal"})
@@ -549,8 +576,12 @@ class TestTimeLearner:
         started = time.perf_counter()
         before = policy.trainable_state()
         episodes = [e for group in self.batch for e in group.episodes()]
-        stats = grpo_update(policy.model, self._optimizer, list(zip(episodes, advantages)),
-                            temperature=self.settings.temperature, before_each=self.gate.wait)
+        if rft:
+            stats = rft_update(policy.model, self._optimizer, [s for episode in episodes for s in episode],
+                               before_each=self.gate.wait)
+        else:
+            stats = grpo_update(policy.model, self._optimizer, list(zip(episodes, advantages)),
+                                temperature=self.settings.temperature, before_each=self.gate.wait)
         update_seconds = time.perf_counter() - started
         staged = self.versions.staging_dir()
         try:
@@ -567,7 +598,7 @@ class TestTimeLearner:
                 parent_canary_reward=parent.canary_reward, update_seconds=update_seconds,
                 canary_seconds=result.seconds, signals=len(self.batch), rollouts=len(rewards),
                 prompts=prompts_digest(),
-                note=(f"GRPO on {stats.tokens} tokens, loss {stats.loss:.4f}; canary {result.correct}/"
+                note=(f"{'RFT' if rft else 'GRPO'} on {stats.tokens} tokens, loss {stats.loss:.4f}; canary {result.correct}/"
                       f"{result.questions} correct, reward {result.reward:.3f} vs {parent.canary_reward:.3f}"
                       + ("; discarded: the Planner was rolled back during the update" if rolled_back else "")),
             ), make_current=promoted)
