@@ -30,6 +30,13 @@ class RunStarted(Event):
     caption: str | None = None
     caption_source: str | None = None  # "user" | "image-search" | "vision-model" | None, "+ocr" when OCR read text
     ground_truth: str | None = None
+    image_text: str | None = None  # the text OCR read in the image (neutralised, capped); None: none read, or an older log
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if data["image_text"] is None:  # a run with no text read in an image is logged as before the field was
+            del data["image_text"]
+        return data
 
 
 @dataclass
