@@ -10,6 +10,9 @@ import re
 from typing import Iterable
 
 from app.escaping import escape_html
+from app.image_view import (
+    IMAGE_GONE, NO_OCR_TEXT, OCR_LABEL, image_label, image_seen, thumbnail_data_uri, without_image_path,
+)
 from app.report import cited_passage, document_place, query_text, source_label, stats_text, web_link
 from app.transcript import STOPPED_BY_USER, RunLimits, RunTranscript, StepView
 from app.wording import STRATEGY_SHOWN, hop_outcome, stored_label, summary_origin, uses_phrase, verdict_provenance
@@ -76,6 +79,7 @@ class TranscriptPage(RunTranscript):
         parts.append("</div>")
         if self.started is not None:
             parts.append(f'<div class="answer-question">{escape_html(self.started.question)}</div>')
+            parts.append(self._image_html())
         latest = self.answers[-1] if self.answers else None
         if latest is not None and latest.text:
             marks = "".join(
@@ -101,6 +105,28 @@ class TranscriptPage(RunTranscript):
             parts.append('<p class="answer-note">No retrieved passage states this answer.</p>')
         parts.append("</div>")
         return "".join(parts)
+
+    def _image_html(self) -> str:
+        """What the run saw of the question's image: a thumbnail, its name, the caption with its
+        source in words, and the text OCR read in it; '' for a question without an image."""
+        seen = image_seen(self.started)
+        if seen is None:
+            return ""
+        thumb = thumbnail_data_uri(seen.path)
+        picture = (f'<img class="image-thumb" src="{escape_html(thumb)}" alt="{escape_html(image_label(seen.path))}">'
+                   if thumb else f'<div class="image-thumb missing">{escape_html(IMAGE_GONE)}</div>')
+        if seen.ocr_text:
+            ocr = (f'<div class="image-ocr-label">{escape_html(OCR_LABEL)}:</div>'
+                   f'<div class="image-ocr">{escape_html(seen.ocr_text)}</div>')
+        else:
+            ocr = f'<div class="image-ocr-label muted">{escape_html(NO_OCR_TEXT)}</div>'
+        return (f'<div class="answer-image">{picture}<div class="image-facts">'
+                f'<div class="image-name">🖼️ Your image: <code>{escape_html(seen.name)}</code></div>'
+                f'<div class="image-caption">🏷️ {escape_html(seen.caption_sentence)}</div>{ocr}</div></div>')
+
+    def _shown_arguments(self, arguments: dict) -> dict:
+        """A tool call's arguments with the uploaded image's path replaced by its file's name."""
+        return without_image_path(arguments, self.started.image if self.started is not None else None)
 
     def _phase(self) -> str:
         if self.reflections and self.entries and self.entries[-1][0] == "reflection":
@@ -255,7 +281,7 @@ class TranscriptPage(RunTranscript):
         seconds = 0.0
         for called, returned in step.calls:
             icon = TOOL_ICONS.get(called.name, "🔧")
-            asked = query_text(called.arguments, 140)
+            asked = query_text(self._shown_arguments(called.arguments), 140)
             if returned is None:
                 result = "searching…" if called.name.endswith("search") else "running…"
             elif not returned.ok:
@@ -303,7 +329,7 @@ class TranscriptPage(RunTranscript):
                             f'{escape_html(r.action)}</p>')
         for called, returned in step.calls:
             body.append(f'<p class="call">🔧 <b>{escape_html(called.name)}</b> arguments: '
-                        f'<code>{escape_html(json.dumps(called.arguments, ensure_ascii=False))}</code></p>')
+                        f'<code>{escape_html(json.dumps(self._shown_arguments(called.arguments), ensure_ascii=False))}</code></p>')
             if returned is None:
                 continue
             if not returned.ok:
@@ -413,4 +439,10 @@ RESEARCH_CSS = """
 .muted { color: var(--body-text-color-subdued); font-size: 0.9em; }
 .draft { white-space: pre-wrap; font-size: 0.85em; }
 .entry.failure { color: #c23b3b; }
+.answer-image { display: flex; gap: 12px; align-items: flex-start; margin: 8px 0; }
+.image-thumb { max-width: 192px; max-height: 192px; border-radius: 6px; border: 1px solid var(--border-color-primary); flex: none; }
+.image-thumb.missing { width: 120px; padding: 8px; font-size: 0.85em; color: var(--body-text-color-subdued); }
+.image-facts { display: flex; flex-direction: column; gap: 2px; min-width: 0; }
+.image-ocr-label { font-size: 0.9em; margin-top: 4px; }
+.image-ocr { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 12em; overflow-y: auto; padding: 4px 8px; border-left: 3px solid var(--border-color-primary); font-family: var(--font-mono); font-size: 0.9em; }
 """

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from app.escaping import escape_markdown_file
+from app.image_view import NO_OCR_TEXT, OCR_LABEL, image_passage, image_seen, without_image_path
 from backend.events import Event, RunStarted, TextDelta, ToolCalled, ToolReturned
 from backend.executor import Step
 from backend.feedback_queue import FeedbackItem
@@ -183,6 +184,22 @@ STATUS_WORDS = {
 }
 
 
+def image_lines(started: RunStarted | None) -> list[str]:
+    """The report's section on the question's image: its file's name (never the upload's path), the
+    caption with its source in words, and the text OCR read in it; nothing without an image."""
+    seen = image_seen(started)
+    if seen is None:
+        return []
+    sentence = seen.caption_sentence[:1].upper() + seen.caption_sentence[1:]
+    lines = ["## Your image", "", f"- File: {escape_markdown_file(seen.name)}", f"- {escape_markdown_file(sentence)}"]
+    if seen.ocr_text:
+        lines.append(f"- {OCR_LABEL}:")
+        lines += _blockquote(seen.ocr_text)
+    else:
+        lines.append(f"- {NO_OCR_TEXT}")
+    return lines + [""]
+
+
 def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = None) -> str:
     """The run as a Markdown report: question, answer, citations with the passages they cite, the
     plan(s), the steps, reflection, verdict and memory. `feedback`: a person's later verdict, with the
@@ -190,6 +207,9 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
     events = [e for e in events if not isinstance(e, TextDelta)]
     record = replay(events)
     passages = retrieved_passages(events)
+    ocr_passage = image_passage(record.started)
+    if ocr_passage is not None:  # the text OCR read in the image, as the Executor's session held it
+        passages.append(ocr_passage)
     status = run_status(record)
     started = record.started
     lines = [f"# Research report: {escape_markdown_file(_one_line(record.question) or '(no question)')}", ""]
@@ -197,10 +217,8 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
               f"- Started: {_when(started.at if started else None)}", f"- Status: {STATUS_WORDS[status]}"]
     if started is not None and started.ground_truth:
         lines.append(f"- Right answer given: {escape_markdown_file(started.ground_truth)}")
-    if started is not None and started.image:
-        lines.append(f"- Image attached; caption: {escape_markdown_file(started.caption or 'none')}"
-                     f" (from {escape_markdown_file(started.caption_source or '-')})")
     lines.append("")
+    lines += image_lines(started)
 
     answer = record.last_answer_event
     lines += ["## Answer", ""]
@@ -261,6 +279,7 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         lines.append("")
 
     steps = list(record.steps) + unrecorded_steps(events, record)
+    image = started.image if started is not None else None
     lines += ["## Steps", ""]
     if not steps:
         lines += ["No Executor steps.", ""]
@@ -268,8 +287,9 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         if step.tool:
             found = ("; ".join(escape_markdown_file(t) for t in step.titles)
                      or ("error" if step.ok is False else "nothing"))
+            asked = query_text(without_image_path(step.arguments, image))
             lines.append(f"- Turn {step.turn}: {escape_markdown_file(step.tool)}"
-                         f" {escape_markdown_file(query_text(step.arguments))} → {found}")
+                         f" {escape_markdown_file(asked)} → {found}")
         elif step.answer is not None:
             lines.append(f"- Turn {step.turn}: answered {escape_markdown_file(step.answer)}")
         else:
@@ -295,11 +315,14 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
 
 
 def run_json(events: Sequence[Event]) -> str:
-    """The run as JSON: its events as the run log keeps them (event dicts, TextDelta left out)."""
+    """The run as JSON: its events as the run log keeps them (event dicts, TextDelta left out), with
+    the uploaded image's path on the server replaced by its file's name."""
     kept = [e for e in events if not isinstance(e, TextDelta)]
     started = next((e for e in kept if isinstance(e, RunStarted)), None)
+    image = started.image if started is not None else None
     document = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "run_id": kept[0].run_id if kept else "",
-                "question": started.question if started else "", "events": [e.to_dict() for e in kept]}
+                "question": started.question if started else "",
+                "events": [without_image_path(e.to_dict(), image) for e in kept]}
     return json.dumps(document, ensure_ascii=False, indent=1)
 
 

@@ -13,6 +13,7 @@ from backend.events import (
     ReflectionDecided, Recovery, RunFailed, RunFinished, RunStarted, TextDelta, ToolCalled, ToolReturned,
     VerdictReady,
 )
+from app.image_view import image_passage
 from backend.feedback_queue import FeedbackItem
 from backend.replay import RunRecord
 
@@ -164,6 +165,9 @@ class RunTranscript:
             self._draft_step = None
         if isinstance(event, RunStarted):
             self.started_at = event.at
+            ocr = image_passage(event)  # the text OCR read in the image: a passage an answer may cite
+            if ocr is not None:
+                self.passages.append(ocr)
         elif isinstance(event, MemoriesRetrieved):
             self.entries.append(("memories", event))
         elif isinstance(event, PlanReady):
