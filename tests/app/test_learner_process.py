@@ -6,7 +6,6 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-import time
 from dataclasses import replace
 from datetime import datetime
 from types import SimpleNamespace
@@ -24,22 +23,13 @@ from backend.judge import Judge
 from tests.app.conftest import make_runtime
 from tests.app.test_learning_tab import users
 from tests.conftest import worker_config_file
+from tests.waiting import wait_until
 from training.ttrl import Signal
 from training.ttrl.remote import RemoteLearner
 from training.ttrl.supervisor import WorkerSupervisor
 from training.ttrl.versions import PROMOTED, Version, VersionStore
 
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
-
-
-def _wait(condition, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"{what} within {seconds:.0f} s")
 
 
 @pytest.mark.slow
@@ -53,7 +43,7 @@ def test_the_app_starts_a_worker_that_learns_from_its_feedback(tmp_path, tiny_mo
     try:
         assert isinstance(learner, RemoteLearner) and learner.process is not None
         ctx = AppContext(runtime, learner=learner)
-        _wait(lambda: learner.running, 120, "the worker took the lease")
+        wait_until(lambda: learner.running, 120, "the worker to take the lease")
         events = list(runtime.agent.run(RunRequest(QUESTION)))
         run_id = events[0].run_id
         outcome = submit_feedback(store=runtime.store, runlog=runtime.runlog, judge=Judge(runtime.agent.models["judge"]),
@@ -61,15 +51,15 @@ def test_the_app_starts_a_worker_that_learns_from_its_feedback(tmp_path, tiny_mo
                                   right_answer="Arthur's Magazine")
         assert outcome.queued == 1
         # The worker, another process, takes it from the database and rolls out plans for it.
-        _wait(lambda: ctx.queue.untaken_count() == 0, 60, "the worker took the feedback")
-        records = _wait(lambda: learner.read_log("signals.jsonl"), 240, "the worker published a processed signal")
+        wait_until(lambda: ctx.queue.untaken_count() == 0, 60, "the worker to take the feedback")
+        records = wait_until(lambda: learner.read_log("signals.jsonl"), 240, "the worker to publish a processed signal")
         assert records[0]["question"] == QUESTION and records[0]["source"] == f"feedback:{run_id}"
         assert "learner has taken everything queued" in queue_view(ctx, None)[0]
         assert "Test-time learning is on" in learning_state_line(ctx)
 
         # The Learning view's pause reaches the worker through the database.
         pause_learning(ctx, None)
-        _wait(lambda: learner.status().paused and "paused" in learner.status().activity, 60, "the worker paused")
+        wait_until(lambda: learner.status().paused and "paused" in learner.status().activity, 60, "the worker to pause")
         resume_learning(ctx, None)
         assert not learner.status().paused
 

@@ -18,6 +18,7 @@ from app.research_tab import history_rows
 from backend.llm.base import Choice, Completion, ModelTraits
 from memory_db import NewMemory
 from tests.app.conftest import export_memories, login
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -183,9 +184,7 @@ def test_a_run_whose_tab_closed_finishes_into_a_real_history_row(canned_server, 
     research_until_the_first_step(page)
     [run] = ctx.runtime.runlog.list_runs("admin", limit=1)
     page.context.close()  # the tab goes away mid-run
-    deadline = time.monotonic() + 90
-    while run.run_id in ctx.runs_under_way and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: run.run_id not in ctx.runs_under_way, 90, "the run to finish after its tab closed")
     events = ctx.runtime.runlog.load("admin", run.run_id)
     assert events[-1].kind == "run_finished" and not events[-1].stopped  # it ran to its end after the tab closed
     row = next(r for r in history_rows(ctx, "admin") if r[0] == run.run_id)

@@ -17,6 +17,7 @@ from app.upload_cache import DOWNLOADED_GRACE_S, EMPTY_GRACE_S, UploadCache, use
 from app.user_files import UserFiles
 from memory_db import NewMemory
 from tests.app.conftest import USERS, serve_app
+from tests.waiting import wait_until
 
 HOUR = 3600.0
 
@@ -52,10 +53,7 @@ def test_the_cache_lies_in_the_data_folder_and_is_swept_at_start(cached_app):
     url, ctx, cache, stale = cached_app
     assert cache == (Path(ctx.runtime.config.data_dir) / "upload-cache").resolve()
     assert ctx.files.root.is_relative_to(cache)
-    deadline = time.monotonic() + 30
-    while stale.exists() and time.monotonic() < deadline:  # the first sweep runs as the server starts
-        time.sleep(0.05)
-    assert not stale.exists()
+    wait_until(lambda: not stale.exists(), 30, "the sweep at start to remove a stale upload")
 
 
 def test_a_rejected_upload_and_a_downloaded_export_leave_nothing_behind_after_the_sweep(cached_app, tmp_path):

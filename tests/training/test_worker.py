@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -25,6 +24,7 @@ from training.ttrl.worker import LearnerWorker, published_status
 from tests.conftest import worker_config_file
 from tests.training.conftest import CANARY, REPO
 from tests.training.conftest import QUESTIONS as TTRL_QUESTIONS
+from tests.waiting import wait_until
 
 QUESTIONS = TTRL_QUESTIONS + [("Who was born first, Pablo Trapero or Aleksander Ford?", "Aleksander Ford")]
 
@@ -65,11 +65,11 @@ def test_a_killed_worker_restarts_without_losing_or_repeating_a_signal(tmp_path,
     try:
         first = _worker(config)
         try:
-            deadline = time.monotonic() + 240
-            while not (root / "signals.jsonl").exists() and time.monotonic() < deadline:
+            def processed_a_signal() -> bool:
                 assert first.poll() is None, first.stdout.read()
-                time.sleep(0.2)
-            assert (root / "signals.jsonl").exists(), "the worker processed no signal in 240 s"
+                return (root / "signals.jsonl").exists()
+
+            wait_until(processed_a_signal, 240, "the worker to process a signal", every=0.2)
             # One learner per deployment: a second worker is refused at once, before loading any model.
             second = _worker(config, "--until-idle")
             out, _ = second.communicate(timeout=60)
@@ -119,26 +119,27 @@ def test_the_worker_gives_way_while_a_users_question_runs(tmp_path, tiny_model_d
         lease = store.learner_lease()
         worker = LearnerWorker(lease, "w1", heartbeat_s=0.2)
         worker.acquire()
-        gate = YieldGate(lambda: lease.read().users_active, check_s=0.1, stopped=worker.stopped)
+        now = [0.0]  # the gate's clock, moved by the test: until it moves, the gate asks nobody again
+        gate = YieldGate(lambda: lease.read().users_active, check_s=0.1, stopped=worker.stopped,
+                         clock=lambda: now[0])
         worker.gate = gate
         learner = _learner(tmp_path, tiny_model_dir, wiki_tools, store, gate)
         FeedbackQueue(store).submit(_feedback(0, *QUESTIONS[0]))
         app = MemoryStore(store.url).learner_lease()  # the app process's handle
         app.users_active_for(120)  # a user's question runs...
 
-        def question_ends():  # ...until 1.5 s after the learner started waiting for it
-            while gate.waits == 0:
-                time.sleep(0.05)
-            time.sleep(1.5)
-            app.users_done()
+        def question_ends():  # ...and ends 1.5 s (on the gate's clock) after the learner gave way to it
+            try:
+                wait_until(lambda: gate.waits, 120, "the learner to give way")
+            finally:
+                app.users_done()
+                now[0] += 1.5
 
         ending = threading.Thread(target=question_ends, daemon=True)
         ending.start()
-        started = time.monotonic()
         done = worker.run(learner, until_idle=True)
         ending.join(5)
-        assert done == 1 and gate.waits >= 1 and gate.waited_s >= 1.0
-        assert time.monotonic() - started >= 1.5
+        assert done == 1 and gate.waits == 1 and gate.waited_s == 1.5
         published = app.read()
         assert published.status["stopped"] is True and published.status["yields"] >= 1
         assert published.status["status"]["batch"] == 1 and published.owner is None

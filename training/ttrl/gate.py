@@ -14,11 +14,11 @@ from collections.abc import Callable
 
 
 class YieldGate:
-    """`users_active()` says whether to wait; it is asked at most every `check_s` seconds."""
+    """`users_active()` says whether to wait; it is asked at most every `check_s` seconds of `clock`."""
 
     def __init__(self, users_active: Callable[[], bool], *, check_s: float = 1.0,
-                 stopped: threading.Event | None = None) -> None:
-        self._users_active, self.check_s = users_active, check_s
+                 stopped: threading.Event | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._users_active, self.check_s, self._clock = users_active, check_s, clock
         self._stopped = stopped or threading.Event()
         self._checked_at = float("-inf")
         self._active = False
@@ -27,7 +27,7 @@ class YieldGate:
         self.waits = 0
 
     def active(self) -> bool:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._checked_at >= self.check_s:
             self._checked_at = now
             try:
@@ -39,20 +39,20 @@ class YieldGate:
     @property
     def waited_s(self) -> float:
         """How long the learner has given way, in all (a wait under way included)."""
-        ongoing = time.monotonic() - self._waiting_since if self._waiting_since is not None else 0.0
+        ongoing = self._clock() - self._waiting_since if self._waiting_since is not None else 0.0
         return self._waited_s + ongoing
 
     def wait(self) -> None:
         """Return once no user's question runs (or the worker is stopping)."""
         if not self.active():
             return
-        self._waiting_since = time.monotonic()
+        self._waiting_since = self._clock()
         self.waits += 1
         try:
             while self.active() and not self._stopped.is_set():
                 self._stopped.wait(self.check_s)
         finally:
-            self._waited_s += time.monotonic() - self._waiting_since
+            self._waited_s += self._clock() - self._waiting_since
             self._waiting_since = None
 
 

@@ -4,13 +4,13 @@ tokenizer, real chat template, real decoding, prefix caches and slots."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from backend.llm.base import ChatModel, Completion, LLMError
 from backend.llm.gguf_import import default_gguf_path, load_gguf_tokenizer
 from backend.llm.llamacpp import LlamaCppChatModel, _ComputeGate, get_llamacpp_model
+from tests.waiting import wait_until
 
 CHAT = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name three colours."}]
 
@@ -152,8 +152,8 @@ def test_the_compute_gate_admits_its_width_at_once_and_waiters_in_the_order_they
         thread = threading.Thread(target=lambda i=index: (gate.__enter__(), admitted.append(i), gate.__exit__()))
         thread.start()
         waiters.append(thread)
-        while len(gate._waiting) < index + 1:  # each is queued before the next starts
-            time.sleep(0.001)
+        # each is queued before the next starts
+        wait_until(lambda: len(gate._waiting) == index + 1, 10, f"waiter {index} to queue", every=0.001)
     assert admitted == []
     gate.__exit__()
     for thread in waiters:
@@ -174,8 +174,7 @@ def test_a_holder_that_releases_and_asks_again_goes_behind_the_waiter():
     gate.__enter__()
     other = threading.Thread(target=lambda: (gate.__enter__(), order.append("other"), gate.__exit__()))
     other.start()
-    while not gate._waiting:
-        time.sleep(0.001)
+    wait_until(lambda: gate._waiting, 10, "the other thread to queue", every=0.001)
     gate.__exit__()
     gate.__enter__()
     order.append("looper")
