@@ -116,10 +116,6 @@ class RunTranscript:
         return self.run.failure
 
     @property
-    def used_memory_ids(self) -> list[str]:
-        return self.run.memories_used
-
-    @property
     def answer(self) -> str:
         return self.run.answer
 

@@ -199,7 +199,7 @@ def test_retrieved_memories_link_to_the_memory_view_and_nothing_else():
     assert f'href="?memory={good}"' in trace
     assert "<script>" not in trace and trace.count("href=") == 1
     assert "1 successful, 1 failed" in trace
-    assert t.used_memory_ids == [good, bad]
+    assert t.run.memories_used == [good, bad]
 
 
 def test_terminal_text_for_each_kind():
