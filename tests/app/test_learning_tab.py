@@ -102,7 +102,8 @@ def test_status_versions_signals_and_admin_only_controls(learning_runtime, learn
     assert "not running" in before.status  # the worker thread was not started in this test
     assert "Batch: **0/2**" in before.status and before.versions[0][0] == "v0000 ◀ current"
 
-    assert learner.run_until_idle() == 2  # both signals scored, then one GRPO update and the canary
+    for _ in range(2):  # both signals scored, then one GRPO update and the canary
+        assert learner.work_once() == "processed"
     alice, admin = view(ctx, "alice"), view(ctx, "root")
     assert [row[0] for row in admin.versions] == ["v0001 ◀ current", "v0000"]
     newest = admin.versions[0]

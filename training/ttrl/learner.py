@@ -333,15 +333,6 @@ class TestTimeLearner:
                 self._wake.wait(self.settings.poll_seconds)
                 self._wake.clear()
 
-    def run_until_idle(self, *, max_signals: int | None = None) -> int:
-        """Process signals in this thread until none is left (or the budget/pause stops it); for the CLI and tests."""
-        done = 0
-        while max_signals is None or done < max_signals:
-            if self.work_once() != "processed":
-                break
-            done += 1
-        return done
-
     # What the app tells its learner (the same calls as training.ttrl.remote.RemoteLearner's).
     def user_run_started(self) -> None:
         with self._lock:
