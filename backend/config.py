@@ -189,7 +189,8 @@ class DocumentsConfig:
 
 LEARNER_WORKERS = ("process", "thread", "external")
 LEARNER_WEIGHT_DTYPES = ("bfloat16", "float32")
-LEARNERS = ("grpo", "rft")
+LEARNERS = ("grpo", "rft", "none")
+SELECTIONS = ("memory", "majority")
 
 
 @dataclass(frozen=True)
@@ -227,9 +228,14 @@ class LearningConfig:
     # The trained Planner copy's weights: "bfloat16" needs half the memory of "float32" (LoRA adapters
     # stay float32 either way); "float32" only on a CPU without bfloat16 arithmetic, where it samples faster.
     weights_dtype: str = "bfloat16"
-    # "grpo": rollouts per signal and the paper's GRPO update; "rft": no rollouts, a supervised update
-    # on the plans of runs verified successful (training/ttrl/rft.py). Both share the canary and promotion.
+    # "grpo": rollouts per signal and the paper's GRPO update; "rft": a supervised update on verified
+    # successful plans (a run's, with no rollouts; or a stream question's rollouts graded correct;
+    # training/ttrl/rft.py); both share the canary and promotion. "none": rollouts, the reported answer
+    # and memories, no Planner update (the stream protocol's row without learning).
     learner: str = "grpo"
+    # How a question's reported answer is chosen among its rollouts without the ground truth
+    # (training/ttrl/selection.py): "memory" (the plan most like past successful ones) or "majority".
+    selection: str = "memory"
 
 
 @dataclass(frozen=True)
@@ -490,6 +496,7 @@ def _validate(config: Config) -> None:
         (t.lease_ttl_s >= 5, "ttrl.lease_ttl_s", "must be at least 5 seconds"),
         (t.weights_dtype in LEARNER_WEIGHT_DTYPES, "ttrl.weights_dtype", f"must be one of {', '.join(LEARNER_WEIGHT_DTYPES)}"),
         (t.learner in LEARNERS, "ttrl.learner", f"must be one of {', '.join(LEARNERS)}"),
+        (t.selection in SELECTIONS, "ttrl.selection", f"must be one of {', '.join(SELECTIONS)}"),
     ])
     validate_agent(config.agent)
     validate_memory(config.memory)

@@ -46,6 +46,7 @@ from backend.code_identity import prompts_digest
 from backend.config import LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
+from backend.episode import planner_memories
 from backend.manager import Manager
 from backend.tools.base import Tool, tool_names_line
 from memory_db import LeaseFence, LeaseLost
@@ -56,7 +57,8 @@ from training.ttrl.budget import RolloutBudget
 from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
 from training.ttrl.gate import GatedModel, YieldGate
 from training.ttrl.memory_fit import NotEnoughMemory, learner_need, require_memory
-from training.ttrl.rft import plan_sample, rft_update, successful_memory
+from training.ttrl.rft import FEEDBACK_PREFIX, plan_sample, rft_update, successful_memory
+from training.ttrl.selection import select_reported
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
 from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
@@ -483,7 +485,7 @@ class TestTimeLearner:
 
     def process(self, signal: Signal) -> SignalOutcome:
         """Rollouts for one signal, memory consolidation, and the group added to the batch."""
-        if self.settings.learner == "rft":
+        if self.settings.learner == "rft" and signal.source.startswith(FEEDBACK_PREFIX):
             return self._process_rft(signal)
         started = time.perf_counter()
         self.activity = f"rolling out {self.settings.rollouts_per_signal} plans for: {signal.question[:80]}"
@@ -495,22 +497,47 @@ class TestTimeLearner:
                                 grader=grader, settings=self.episode_settings, memory_text=memory_text,
                                 n=self.settings.rollouts_per_signal, weights=self.reward_weights)
         version = self.versions.current().name
+        reported = self._reported(signal, rollouts)  # before this question's memories exist
         self._check_fence()  # the store's own transactions write the memories (the window the module names)
         stored = consolidate(signal, rollouts, manager=self.manager, memories_used=used, version=version)
         outcome = SignalOutcome(signal, rollouts, used, stored, time.perf_counter() - started)
-        with self._lock:
-            self.batch.append(_Group(
-                signal=signal.to_dict(), rewards=[r.reward.total for r in rollouts],
-                samples=[[asdict(s) for s in r.samples] for r in rollouts],
-            ))
-            self._save_batch()
+        group = self._group_of(signal, rollouts)
+        if group is not None:
+            with self._lock:
+                self.batch.append(group)
+                self._save_batch()
         self._log("signals.jsonl", {
             "at": time.time(), "question": signal.question, "kind": signal.kind, "source": signal.source,
-            "namespace": signal.namespace, "planner_version": version, "rewards": [r.reward.total for r in rollouts],
+            "namespace": signal.namespace, "planner_version": version, "learner": self.settings.learner,
+            "rewards": [r.reward.total for r in rollouts],
             "answers": [r.episode.answer for r in rollouts], "correct": outcome.correct_count,
+            "selection": self.settings.selection, "reported": rollouts[reported].episode.answer,
+            "reported_correct": rollouts[reported].episode.correct_final if signal.kind == "ground_truth" else None,
             "memories_stored": stored, "memories_used": used, "seconds": round(outcome.seconds, 2),
         })
         return outcome
+
+    def _reported(self, signal: Signal, rollouts: list) -> int:
+        """The rollout whose answer the stream reports, chosen without the ground truth (training.ttrl.selection)."""
+        successful, _ = planner_memories(self.manager, signal.question, signal.namespace, None, self.episode_settings)
+        embedder = getattr(self.manager.store, "embedder", None)
+        return select_reported([r.episode.answer for r in rollouts], ["\n".join(r.episode.plan_texts) for r in rollouts],
+                               how=self.settings.selection, past_plans=[m["plan"] for m in successful],
+                               embed=embedder.encode if embedder is not None else None)
+
+    def _group_of(self, signal: Signal, rollouts: list) -> _Group | None:
+        """What a signal's rollouts add to the batch: every rollout with its reward (GRPO), the rollouts
+        graded correct as examples (RFT), or nothing (learner "none": rollouts, selection and memory only)."""
+        if self.settings.learner == "none":
+            return None
+        if self.settings.learner == "rft":
+            correct = [r for r in rollouts if r.episode.correct_final and signal.kind == "ground_truth"]
+            if not correct:
+                return None
+            return _Group(signal=signal.to_dict(), rewards=[1.0] * len(correct),
+                          samples=[[asdict(s) for s in r.samples] for r in correct])
+        return _Group(signal=signal.to_dict(), rewards=[r.reward.total for r in rollouts],
+                      samples=[[asdict(s) for s in r.samples] for r in rollouts])
 
     def _process_rft(self, signal: Signal) -> SignalOutcome:
         """RFT: the plan of the signal's run, when its memory is a verified success, joins the batch as

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The paper's test-time learning protocol on a stream of dev questions (issue: learning measured the way
+# the paper measures it). Each variant streams the same N questions in file order: K rollouts per question
+# from the current Planner, the reported answer chosen without the ground truth (ttrl.selection), the
+# ground truth then scores the rollouts, memories are consolidated, and the Planner is updated every B
+# questions (grpo, rft) or never (none). The answers reported for a batch come before its update.
+# Paired rows: `none` and one-rollout `mia` from the evaluation harness on the same questions.
+# Every stage resumes: run the script again and reported questions are skipped. One job at a time.
+# Usage: bash benchmarks/ttrl_stream.sh [OUT]   (default .mia/ttrl-stream, not kept in git)
+# Environment: N (150), K (4), B (4), SELECTION (memory | majority), DATA (data/hotpotqa/dev.jsonl).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+N="${N:-150}"; K="${K:-4}"; B="${B:-4}"; SELECTION="${SELECTION:-memory}"
+DATA="${DATA:-data/hotpotqa/dev.jsonl}"
+OUT="${1:-.mia/ttrl-stream}/$(basename "$DATA" .jsonl)-$N"
+APP_DATA="$(.venv/bin/python -c 'from backend.config import load_config; print(load_config().data_dir)')"
+mkdir -p "$OUT"
+export OMP_WAIT_POLICY=PASSIVE
+
+stream() {  # stream VARIANT: its own memory and learning folder; the app's models and index are shared
+  local folder="$OUT/k$K-$1"
+  mkdir -p "$folder"
+  ln -sfn "$APP_DATA/models" "$folder/models"
+  ln -sfn "$APP_DATA/index" "$folder/index"
+  echo "$(date -u +%FT%TZ) k$K-$1" >> "$OUT/progress.log"
+  MIA_TTRL_LEARNER="$1" MIA_TTRL_SELECTION="$SELECTION" MIA_TTRL_ROLLOUTS_PER_SIGNAL="$K" \
+  MIA_TTRL_SIGNALS_PER_UPDATE="$B" MIA_TTRL_ROLLOUTS_PER_HOUR=1000000 \
+    .venv/bin/python -m training ttrl --data "$DATA" --limit "$N" --namespace stream --data-dir "$folder" \
+      >> "$folder.log" 2>&1 || { echo "$(date -u +%FT%TZ) k$K-$1 failed, see $folder.log" >> "$OUT/progress.log"; exit 1; }
+}
+
+evaluate() {  # evaluate METHOD
+  echo "$(date -u +%FT%TZ) $1" >> "$OUT/progress.log"
+  .venv/bin/python -m backend.eval --method "$1" --data "$DATA" --limit "$N" --no-progress --out "$OUT/$1" \
+      ${ACCEPT_CODE_CHANGE:+--accept-code-change} >> "$OUT/$1.log" 2>&1 \
+    || { echo "$(date -u +%FT%TZ) $1 failed, see $OUT/$1.log" >> "$OUT/progress.log"; exit 1; }
+}
+
+stream none
+stream grpo
+stream rft
+evaluate none
+evaluate mia
+.venv/bin/python -m training.ttrl.stream_table "$OUT/none" "$OUT/mia" "$OUT/k$K-none" "$OUT/k$K-grpo" "$OUT/k$K-rft" \
+  --reference "k$K-none" --out "$OUT/table"
+echo "$(date -u +%FT%TZ) done: $OUT/table/stream.md" >> "$OUT/progress.log"

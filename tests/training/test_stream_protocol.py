@@ -1,0 +1,73 @@
+"""The paper's test-time protocol on a stream: k rollouts per question, one answer reported without the
+ground truth, memories, an update every batch, rows that record it all, and the paired table. On the
+tiny random model, the real wiki index and a real SQLite memory store."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from backend.eval.datasets import EvalQuestion
+from training.ttrl.selection import by_majority, by_memory, select_reported
+from training.ttrl.stream import stream_questions
+from training.ttrl.stream_table import read_stream, write_table
+
+from tests.training.conftest import QUESTIONS
+from tests.training.test_ttrl import make_learner, settings, store, tiny_model  # noqa: F401  (fixtures)
+
+
+def test_majority_picks_the_most_given_answer_and_ignores_empty_ones():
+    assert by_majority(["Paris", "lyon", "paris.", ""]) == 0
+    assert by_majority(["", "Lyon", "Paris"]) == 1  # a tie: the earliest answered rollout
+    assert by_majority(["", ""]) == 0
+
+
+def test_memory_picks_the_plan_nearest_a_past_success(embedder):
+    answers = ["Lyon", "Paris", "Paris"]
+    plans = ["1. Search for the Louvre's city.", "1. Search for the tower.", "1. Guess."]
+    past = ["1. Search for the city of the Louvre museum."]
+    assert by_memory(answers, plans, past, embedder.encode) == 0  # against the majority's Paris
+    assert by_memory(answers, plans, [], embedder.encode) == 1  # no past success: the majority
+    assert select_reported(answers, plans, how="majority", past_plans=past, embed=embedder.encode) == 1
+
+
+def _questions():
+    return [EvalQuestion(id=f"q{i}", question=q, answer=a) for i, (q, a) in enumerate(QUESTIONS)]
+
+
+def test_a_stream_reports_an_answer_per_question_and_resumes_without_asking_twice(make_learner, tmp_path):
+    learner = make_learner(learner="none", rollouts_per_signal=2, signals_per_update=2)
+    assert stream_questions(learner, _questions()[:2], namespace="alice", progress=False) == 2
+    rows = learner.read_log("signals.jsonl")
+    assert [r["source"] for r in rows] == ["stream:q0", "stream:q1"]
+    for row in rows:
+        assert len(row["answers"]) == 2 and len(row["rewards"]) == 2 and row["planner_version"] == "v0000"
+        assert row["reported"] in row["answers"] and isinstance(row["reported_correct"], bool)
+        assert row["selection"] == "memory" and row["learner"] == "none"
+    assert learner.batch == [] and [v.number for v in learner.versions.all()] == [0]  # no learning: no update
+
+    # A stopped stream started again asks only the questions it has not reported yet.
+    assert stream_questions(learner, _questions(), namespace="alice", progress=False) == 1
+    assert [r["source"] for r in learner.read_log("signals.jsonl")] == ["stream:q0", "stream:q1", "stream:q2"]
+
+
+def test_the_table_pairs_variants_by_question(tmp_path):
+    def stream_folder(name, correct):
+        folder = tmp_path / name / "ttrl"
+        folder.mkdir(parents=True)
+        rows = [{"source": f"stream:q{i}", "reported_correct": c, "seconds": 10.0} for i, c in enumerate(correct)]
+        (folder / "signals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return tmp_path / name
+
+    reference = stream_folder("k4-none", [True, False, False, True])
+    learned = stream_folder("k4-grpo", [True, True, True, True])
+    version = learned / "ttrl" / "versions" / "v0001"
+    version.mkdir(parents=True)
+    (version / "meta.json").write_text(json.dumps({"number": 1, "status": "promoted", "update_seconds": 100.0,
+                                                   "canary_seconds": 20.0, "train_reward": 0.4}))
+    assert read_stream(learned, "k4-grpo").seconds_per_update == 120.0
+    text = write_table([reference, learned], "k4-none", tmp_path / "table").read_text()
+    assert "| k4-grpo | 4 | 100.0% | +50.0 pts (4 paired) |" in text and "| 1 (1) | 120 |" in text
+    assert "McNemar" in text and "k4-grpo: 0.40" in text
+    assert np.isclose(read_stream(reference, "k4-none").seconds_per_signal, 10.0)

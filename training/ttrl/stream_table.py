@@ -1,0 +1,138 @@
+"""The test-time learning stream's table: reported-answer accuracy per variant, paired per question.
+
+Each stream folder is the data folder a `python -m training ttrl --data ... --data-dir DIR` run
+learned in (its `ttrl/signals.jsonl` holds, per question, the reported answer and whether the ground
+truth called it right, every rollout's answer and reward, and the Planner version; `ttrl/versions/`
+the updates and canary decisions). Evaluation folders of `python -m backend.eval` (the `none` and
+one-rollout `mia` rows) join by question id. Usage:
+
+    python -m training.ttrl.stream_table --reference k4-none DIR... --out TABLE_DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from backend.eval.compare import plot_learning_curves
+from backend.eval.results import ResultsFile
+from backend.eval.significance import bootstrap_interval, mcnemar_exact
+
+STREAM_PREFIX = "stream:"
+
+
+@dataclass
+class Variant:
+    label: str
+    correct: dict[str, bool]  # question id -> the reported answer was right, in stream order
+    seconds_per_signal: float | None = None
+    updates: int = 0
+    promoted: int = 0
+    seconds_per_update: float | None = None
+    rewards_per_update: list[float] | None = None
+    digest: str = ""
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "-"
+
+
+def read_stream(folder: Path, label: str) -> Variant:
+    signals = folder / "ttrl" / "signals.jsonl"
+    rows = [json.loads(line) for line in signals.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [r for r in rows if str(r.get("source", "")).startswith(STREAM_PREFIX) and r.get("reported_correct") is not None]
+    versions = []
+    for meta in sorted((folder / "ttrl" / "versions").glob("v*/meta.json")):
+        versions.append(json.loads(meta.read_text(encoding="utf-8")))
+    updates = [v for v in versions if v.get("number", 0) > 0]
+    return Variant(
+        label=label,
+        correct={r["source"][len(STREAM_PREFIX):]: bool(r["reported_correct"]) for r in rows},
+        seconds_per_signal=sum(r.get("seconds", 0.0) for r in rows) / len(rows) if rows else None,
+        updates=len(updates), promoted=sum(v.get("status") == "promoted" for v in updates),
+        seconds_per_update=(sum(v.get("update_seconds", 0.0) + v.get("canary_seconds", 0.0) for v in updates)
+                            / len(updates)) if updates else None,
+        rewards_per_update=[v["train_reward"] for v in updates if v.get("train_reward") is not None],
+        digest=_digest(signals),
+    )
+
+
+def read_evaluation(folder: Path, label: str) -> Variant:
+    rows = ResultsFile(folder / "rows.jsonl").read()
+    return Variant(label=label, correct={row.id: row.correct for row in rows},
+                   seconds_per_signal=sum(row.wall_seconds for row in rows) / len(rows) if rows else None,
+                   digest=_digest(folder / "rows.jsonl"))
+
+
+def read_variant(folder: Path) -> Variant:
+    label = folder.name
+    return read_evaluation(folder, label) if (folder / "rows.jsonl").is_file() else read_stream(folder, label)
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def table(variants: list[Variant], reference: Variant) -> list[str]:
+    lines = [
+        f"Paired against {reference.label} by question id: exact McNemar on the questions only one of the two "
+        "got right, 95% bootstrap interval of the accuracy difference.",
+        "",
+        "| variant | N | reported right | vs reference | 95% interval | McNemar p | s/signal | updates (promoted) "
+        "| s/update | rows sha256 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for v in variants:
+        shared = [q for q in v.correct if q in reference.correct]
+        accuracy = sum(v.correct.values()) / len(v.correct) if v.correct else 0.0
+        if v is reference or not shared:
+            versus, interval, p = "-", "-", "-"
+        else:
+            differences = [int(v.correct[q]) - int(reference.correct[q]) for q in shared]
+            low, high = bootstrap_interval(differences)
+            only_this = sum(d > 0 for d in differences)
+            only_reference = sum(d < 0 for d in differences)
+            versus = f"{100 * sum(differences) / len(shared):+.1f} pts ({len(shared)} paired)"
+            interval = f"[{100 * low:+.1f}, {100 * high:+.1f}]"
+            p = f"{mcnemar_exact(only_this, only_reference):.3f}"
+        per_signal = f"{v.seconds_per_signal:.0f}" if v.seconds_per_signal is not None else "-"
+        per_update = f"{v.seconds_per_update:.0f}" if v.seconds_per_update is not None else "-"
+        lines.append(f"| {v.label} | {len(v.correct)} | {_percent(accuracy)} | {versus} | {interval} | {p} | "
+                     f"{per_signal} | {v.updates} ({v.promoted}) | {per_update} | `{v.digest}` |")
+    rewards = [v for v in variants if v.rewards_per_update]
+    if rewards:
+        lines += ["", "Mean rollout reward of each update's batch:", ""]
+        lines += [f"- {v.label}: {', '.join(f'{r:.2f}' for r in v.rewards_per_update)}" for v in rewards]
+    return lines
+
+
+def write_table(folders: list[Path], reference_label: str, out_dir: Path) -> Path:
+    variants = [read_variant(folder) for folder in folders]
+    by_label = {v.label: v for v in variants}
+    if reference_label not in by_label:
+        raise ValueError(f"--reference {reference_label!r} is none of the folders' names: {', '.join(by_label)}.")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = ["# Test-time learning stream", ""] + table(variants, by_label[reference_label])
+    if plot_learning_curves([(v.label, list(v.correct.values())) for v in variants], out_dir / "stream.png"):
+        lines += ["", "![reported-answer accuracy over the stream](stream.png)"]
+    path = out_dir / "stream.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the test-time learning stream's table")
+    parser.add_argument("folders", type=Path, nargs="+", help="stream data folders and evaluation folders")
+    parser.add_argument("--reference", required=True, help="the folder name the others are paired against")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    path = write_table(args.folders, args.reference, args.out)
+    print(path.read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
