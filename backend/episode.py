@@ -40,9 +40,7 @@ from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
 from backend.provenance import RESEARCH, Provenance
-from backend.prompts.manager import (
-    IMAGE_TEXT_MAX_CHARS, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
-)
+from backend.prompts.manager import LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, stating_sentence
@@ -122,7 +120,8 @@ class EpisodeInput:
     ground_truth: str | None = None
     memory_text: str | None = None  # the Planner's memory text as given (training data; for a plan of
     # sub-questions, its worked examples); None = as the method retrieves
-    plan_steps: list[str] | None = None  # a given plan (GRPO stage 1); None = the Planner plans if the method plans
+    plan_steps: list[str] | None = None  # a given plan (GRPO stage 1; on plan_shape "subquestions" its
+    # sub-questions, researched hop by hop); None = the Planner plans if the method plans
 
 
 @dataclass
@@ -261,8 +260,7 @@ class EpisodeLoop:
         deadline = time.monotonic() + s.max_seconds
         caption, caption_source = self._caption(episode)
         yield RunStarted(run_id, question=question, namespace=episode.namespace, image=episode.image,
-                         caption=caption, caption_source=caption_source, ground_truth=episode.ground_truth,
-                         image_text=self._image_text[:IMAGE_TEXT_MAX_CHARS] or None)
+                         caption=caption, caption_source=caption_source, ground_truth=episode.ground_truth)
 
         successful: list[dict] = []
         failed: list[dict] = []
@@ -294,7 +292,7 @@ class EpisodeLoop:
                   caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
         """Plan, execute, reflect and replan: the answer goes to `self.outcome`."""
         s, method, run_id, question, outcome = self.settings, self.method, self.run_id, episode.question, self.outcome
-        if method.plans and episode.plan_steps is None and s.plan_shape == "subquestions":
+        if s.plan_shape == "subquestions" and (method.plans or episode.plan_steps is not None):
             yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline)
             return
         steps_done: list[str] = []
@@ -344,18 +342,22 @@ class EpisodeLoop:
         and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
         last hop's, or for a closed question the choice read from every hop's results."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
-        first_planner = self._first_planner(planner, successful, failed)
-        worked = (episode.memory_text if episode.memory_text is not None
-                  else worked_examples_text(worked_examples(successful + failed)))
-        blueprint = first_planner.decompose(question, worked, caption)
-        plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
-                         planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
-        outcome.plans.append(plan)
-        yield plan
-        outcome.first_plan_step_count = len(blueprint.steps)
+        if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1): its hops as written
+            subquestions = list(episode.plan_steps)
+        else:
+            first_planner = self._first_planner(planner, successful, failed)
+            worked = (episode.memory_text if episode.memory_text is not None
+                      else worked_examples_text(worked_examples(successful + failed)))
+            blueprint = first_planner.decompose(question, worked, caption)
+            plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
+                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
+            outcome.plans.append(plan)
+            yield plan
+            subquestions = blueprint.steps
+        outcome.first_plan_step_count = len(subquestions)
         session = outcome.session = self._session(episode, run_tools)
-        session.start(question, blueprint.steps, caption, context=self.method.executor_notes(successful, failed))
-        hops = outcome.hops = hops_from(blueprint.steps)
+        session.start(question, subquestions, caption, context=self.method.executor_notes(successful, failed))
+        hops = outcome.hops = hops_from(subquestions)
         yield from self._research_hops(session, hops, deadline)
         for round_no in range(1, (s.reflections if self.method.reflects else 0) + 1):
             weak = weakest(hops)
