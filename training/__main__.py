@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
                                            "(e.g. the deployment's postgresql+psycopg://... URL)")
     data.add_argument("--limit", type=int)
     data.add_argument("--planner-model", default="smollm2", help="stage executor: who writes the plans")
+    data.add_argument("--plan-shape", choices=("steps", "subquestions"), default="steps",
+                      help="the plans' shape, as the training YAML's agent.plan_shape: numbered steps, or sub-questions "
+                           "researched hop by hop (stage executor: decompositions; both: how memories are shown)")
     data.add_argument("--cache-dir", default=".mia/test-cache")
     data.add_argument("--verl", action="store_true", help="write verl's row format instead of ours")
     data.add_argument("--out", type=Path, required=True)
@@ -135,14 +138,14 @@ def _build_dataset(args: argparse.Namespace) -> Path:
     if args.hotpotqa:
         items = datasets.load_hotpotqa(args.hotpotqa, args.limit)
     else:
-        items = datasets.items_from_runs(args.runs, args.namespace, args.memory_url)[: args.limit]
-    items = datasets.with_memories(items, datasets.no_memories)
+        items = datasets.items_from_runs(args.runs, args.namespace, args.memory_url, args.plan_shape)[: args.limit]
+    items = datasets.with_memories(items, datasets.empty_memories(args.plan_shape))
     if args.stage == "executor":
         settings = GRPOSettings(cache_dir=args.cache_dir)
         planner = Planner(get_embedded_model(resolve_model_dir(args.planner_model, settings.cache_path, settings)))
-        records = datasets.stage1_records(items, planner, tool_names_line([WikiSearchTool]))
+        records = datasets.stage1_records(items, planner, tool_names_line([WikiSearchTool]), args.plan_shape)
     else:
-        records = datasets.stage2_records(items)
+        records = datasets.stage2_records(items, args.plan_shape)
     if args.verl:
         from training.verl_recipe.data import write_verl_parquet
 

@@ -2,6 +2,10 @@
 
 Stage 1 (Executor): question, ground truth, memory context and a plan made by the current Planner.
 Stage 2 (Planner): question, ground truth, memory context; the trained Executor is the environment.
+Each record says its plan shape (`plan_shape`, the app's `agent.plan_shape`): "steps", a numbered plan
+of actions written by `Planner.plan` after the contrastive memories; or "subquestions", a decomposition
+written by `Planner.decompose` after the worked examples among the memories (backend.hops). A file
+written before records had the field is read as "steps".
 
 App runs come from the run log (`<data_dir>/runs/<namespace>/<run_id>.jsonl`) plus the feedback
 users gave in the app (the learning queue in the app's memory database: `<data_dir>/memory.sqlite`
@@ -17,12 +21,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from backend.hops import worked_examples
 from backend.planner import Planner
 from backend.prompts.manager import format_memories
+from backend.prompts.planner import worked_examples_text
 from backend.replay import replay
 from backend.runlog import RunLog
 
 STAGES = ("executor", "planner")
+PLAN_SHAPES = ("steps", "subquestions")  # the values of the app's agent.plan_shape
 
 
 class DatasetError(ValueError):
@@ -34,7 +41,7 @@ class QuestionItem:
     question: str
     ground_truth: str
     source: str  # "hotpotqa:<id>" or "run:<namespace>/<run_id>"
-    memory_context: str = ""  # contrastive memories as the Planner saw them ("" = none)
+    memory_context: str = ""  # the memories as the Planner is shown them for the plan shape ("" = none)
 
 
 @dataclass
@@ -44,7 +51,8 @@ class RLRecord:
     source: str
     memory_context: str = ""
     plan_text: str = ""
-    plan_steps: list[str] = field(default_factory=list)
+    plan_steps: list[str] = field(default_factory=list)  # steps; or for "subquestions" the hops as written (#1, #2)
+    plan_shape: str = "steps"  # "steps" | "subquestions": what plan_steps are and how memory_context is shown
 
 
 MemoryLookup = Callable[[str], str]
@@ -61,19 +69,47 @@ def load_hotpotqa(path: Path, limit: int | None = None) -> list[QuestionItem]:
     return [QuestionItem(q.question, q.answer, f"hotpotqa:{q.id}") for q in questions]
 
 
-def store_memory_lookup(store, namespace: str, k: int = 2) -> MemoryLookup:
-    """Contrastive memories from a `memory_db.MemoryStore`, formatted as the Planner's prompt shows them."""
+def check_plan_shape(plan_shape: str) -> str:
+    if plan_shape not in PLAN_SHAPES:
+        raise DatasetError(f'plan shape must be "steps" or "subquestions", got {plan_shape!r}.')
+    return plan_shape
+
+
+def memories_text(successful: list[dict], failed: list[dict], plan_shape: str = "steps") -> str:
+    """Retrieved memories (backend.manager.memory_to_dict) as the app's Planner is shown them: the
+    contrastive memories for a plan of steps, the worked examples among them for sub-questions."""
+    if check_plan_shape(plan_shape) == "subquestions":
+        return worked_examples_text(worked_examples(successful + failed))
+    return format_memories(successful, failed)
+
+
+def store_memory_lookup(store, namespace: str, k: int = 2, plan_shape: str = "steps") -> MemoryLookup:
+    """Contrastive memories from a `memory_db.MemoryStore`, shown as the Planner's prompt shows them
+    for `plan_shape`."""
     from backend.manager import memory_to_dict
+
+    check_plan_shape(plan_shape)
 
     def lookup(question: str) -> str:
         found = store.search_contrastive(question, namespace=namespace, k=k)
-        return format_memories([memory_to_dict(m) for m in found.successful], [memory_to_dict(m) for m in found.failed])
+        return memories_text([memory_to_dict(m) for m in found.successful], [memory_to_dict(m) for m in found.failed],
+                             plan_shape)
 
     return lookup
 
 
 def no_memories(question: str) -> str:
     return format_memories([], [])
+
+
+def no_worked_examples(question: str) -> str:
+    """A plan of sub-questions without memories: the Planner sees only its fixed examples."""
+    return ""
+
+
+def empty_memories(plan_shape: str = "steps") -> MemoryLookup:
+    """The lookup of an empty memory for the plan shape (no_memories or no_worked_examples)."""
+    return no_worked_examples if check_plan_shape(plan_shape) == "subquestions" else no_memories
 
 
 def with_memories(items: Iterable[QuestionItem], lookup: MemoryLookup) -> list[QuestionItem]:
@@ -83,17 +119,25 @@ def with_memories(items: Iterable[QuestionItem], lookup: MemoryLookup) -> list[Q
     ]
 
 
-def stage2_records(items: Iterable[QuestionItem]) -> list[RLRecord]:
-    return [RLRecord(i.question, i.ground_truth, i.source, i.memory_context) for i in items]
+def stage2_records(items: Iterable[QuestionItem], plan_shape: str = "steps") -> list[RLRecord]:
+    check_plan_shape(plan_shape)
+    return [RLRecord(i.question, i.ground_truth, i.source, i.memory_context, plan_shape=plan_shape) for i in items]
 
 
-def stage1_records(items: Iterable[QuestionItem], planner: Planner, tools_text: str) -> list[RLRecord]:
-    """Each question with the plan the current Planner writes for it (greedy, as the app would)."""
+def stage1_records(items: Iterable[QuestionItem], planner: Planner, tools_text: str,
+                   plan_shape: str = "steps") -> list[RLRecord]:
+    """Each question with the plan the current Planner writes for it (greedy, as the app would): a
+    plan of steps (`Planner.plan`), or for "subquestions" its decomposition (`Planner.decompose` after
+    the item's worked examples), whose hops the Executor then researches one by one."""
+    check_plan_shape(plan_shape)
     records = []
     for item in items:
-        blueprint = planner.plan(item.question, item.memory_context, tools_text)
+        if plan_shape == "subquestions":
+            blueprint = planner.decompose(item.question, item.memory_context)
+        else:
+            blueprint = planner.plan(item.question, item.memory_context, tools_text)
         records.append(RLRecord(item.question, item.ground_truth, item.source, item.memory_context,
-                                blueprint.text, list(blueprint.steps)))
+                                blueprint.text, list(blueprint.steps), plan_shape))
     return records
 
 
@@ -125,9 +169,12 @@ def _read_feedback(data_dir: Path, namespace: str, memory_url: str | None = None
     return feedback
 
 
-def items_from_runs(data_dir: Path, namespace: str, memory_url: str | None = None) -> list[QuestionItem]:
-    """Finished runs of one namespace that carry a label (ground truth or thumbs-up); `memory_url`:
-    the app's memory database when it is not the SQLite file in `data_dir`."""
+def items_from_runs(data_dir: Path, namespace: str, memory_url: str | None = None,
+                    plan_shape: str = "steps") -> list[QuestionItem]:
+    """Finished runs of one namespace that carry a label (ground truth or thumbs-up), with the memories
+    each run was shown, as the Planner is shown them for `plan_shape`; `memory_url`: the app's memory
+    database when it is not the SQLite file in `data_dir`."""
+    check_plan_shape(plan_shape)
     runlog = RunLog(Path(data_dir) / "runs")
     feedback = _read_feedback(Path(data_dir), namespace, memory_url)
     items = []
@@ -142,7 +189,7 @@ def items_from_runs(data_dir: Path, namespace: str, memory_url: str | None = Non
         if not truth:
             continue
         memories = run.memories
-        context = format_memories(memories.successful, memories.failed) if memories else ""
+        context = memories_text(memories.successful, memories.failed, plan_shape) if memories else ""
         items.append(QuestionItem(run.question, truth, f"run:{namespace}/{summary.run_id}", context))
     return items
 
@@ -169,10 +216,15 @@ def read_records(path: Path) -> list[RLRecord]:
     if missing:
         raise DatasetError(f"{path} lacks the columns {', '.join(sorted(missing))}; rebuild the dataset.")
     records = []
-    for row in frame.to_dict(orient="records"):
+    for number, row in enumerate(frame.to_dict(orient="records"), 1):
+        shape = row.get("plan_shape") or "steps"  # a file from before the field holds plans of steps
+        if shape not in PLAN_SHAPES:
+            raise DatasetError(f'{path}, row {number}: plan_shape must be "steps" or "subquestions", got {shape!r}; '
+                               "rebuild the dataset.")
         records.append(RLRecord(
             question=row["question"], ground_truth=row["ground_truth"], source=row["source"],
             memory_context=row.get("memory_context") or "", plan_text=row.get("plan_text") or "",
             plan_steps=[str(s) for s in (row.get("plan_steps") if row.get("plan_steps") is not None else [])],
+            plan_shape=shape,
         ))
     return records

@@ -5,6 +5,11 @@ stage 1 (Executor) gives it a fixed plan from the dataset and a frozen Planner r
 (Planner) lets the policy plan, a frozen Executor runs the plan, and the policy reflects and
 replans. Training adds by composition what it needs: a policy model that samples and records its
 tokens, the grader below as the judge, and the reward read off the outcome.
+
+On `settings.plan_shape == "subquestions"` the plan is a decomposition (backend.hops): stage 1's given
+plan is its sub-questions, researched hop by hop; stage 2's Planner decomposes after `memory_text`'s
+worked examples. The episode's `plan_steps` are then the hops as written, which the rewards read as
+the plan's steps (the Executor's tool part is min(valid calls, hops) / hops).
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class Episode:
     trace_text: str = ""
     seconds: float = 0.0
     events: list = field(default_factory=list)  # the episode's events, as the app's run yields them
+    hops: list[dict] = field(default_factory=list)  # a plan of sub-questions as researched (backend.hops.Hop.to_dict)
 
     @property
     def tool_calls(self) -> int:
@@ -142,4 +148,5 @@ def run_episode(
         trace_text=session.trace_text(),
         seconds=time.perf_counter() - started,
         events=events,
+        hops=[hop.to_dict() for hop in outcome.hops],
     )

@@ -8,6 +8,7 @@ and under the same names as mia.toml, parsed and validated by the same code::
       max_turns: 2          # Executor turns per plan (0 = as the embedded model declares: 8)
       reflections: 1
       guided_actions: "on"  # "on", "off" or "auto" (auto = on: the trainer's models are embedded)
+      plan_shape: steps     # "steps" or "subquestions": the plan both stages run (backend.hops)
     roles:                  # mia.toml's [roles.<role>]
       planner: {max_new_tokens: 64}
       executor: {max_new_tokens: 64}
@@ -52,7 +53,7 @@ SHARED_SECTIONS = ("agent", "roles", "rewards")
 
 # The keys of the shared sections the trainer reads; the others configure the app only.
 TRAINER_READS = (
-    "agent.max_turns", "agent.reflections", "agent.guided_actions",
+    "agent.max_turns", "agent.reflections", "agent.guided_actions", "agent.plan_shape",
     "roles.planner.max_new_tokens", "roles.executor.max_new_tokens",
 )
 
@@ -139,6 +140,12 @@ class GRPOSettings:
         """The Executor's guided turns (thought -> sampled action choice -> prefilled action):
         agent.guided_actions "on", or "auto" (on: embedded models declare guided turns)."""
         return self.agent.guided_for(EMBEDDED_TRAITS)
+
+    @property
+    def plan_shape(self) -> str:
+        """agent.plan_shape: "steps" (a numbered plan of actions) or "subquestions" (a decomposition
+        researched hop by hop); stage 1's plans and stage 2's Planner prompt both follow it."""
+        return self.agent.plan_shape
 
     @property
     def executor_max_new_tokens(self) -> int:

@@ -2,6 +2,9 @@
 
 Stage "executor": the policy is the Executor; plans come from the dataset, a frozen Planner reflects.
 Stage "planner": the policy is the Planner (plan, reflect, replan); a frozen Executor runs the plans.
+With `agent.plan_shape: subquestions` both stages run the app's plan of sub-questions instead
+(backend.hops): stage 1's dataset holds the frozen Planner's decompositions and the Executor policy
+researches them hop by hop; stage 2's Planner policy decomposes after the records' worked examples.
 Progress goes to `<output_dir>/log.jsonl` (one line per step) and a tqdm bar.
 """
 
@@ -26,8 +29,8 @@ from backend.tools.base import tool_names_line
 from training.datasets import (
     STAGES,
     RLRecord,
+    empty_memories,
     load_hotpotqa,
-    no_memories,
     read_records,
     stage1_records,
     stage2_records,
@@ -107,19 +110,33 @@ class StageTrainer:
             planner_max_new_tokens=settings.planner_max_new_tokens,
             reflections=settings.reflections,
             guided=settings.guided_actions,
+            plan_shape=settings.plan_shape,
         )
         self.records = records if records is not None else self._load_records()
+        self._check_plan_shapes(self.records)
         self.optimizer = torch.optim.AdamW(self.policy.trainable_parameters(), lr=settings.learning_rate, weight_decay=0.0)
 
     def _load_records(self) -> list[RLRecord]:
         s = self.settings
         if s.dataset_file:
             return read_records(s.resolve(s.dataset_file))[: s.num_questions]
-        items = with_memories(load_hotpotqa(s.resolve(s.questions_file), s.num_questions), no_memories)
+        items = with_memories(load_hotpotqa(s.resolve(s.questions_file), s.num_questions), empty_memories(s.plan_shape))
         if self.stage == "planner":
-            return stage2_records(items)
+            return stage2_records(items, s.plan_shape)
         planner = Planner(self.partner, max_new_tokens=s.planner_max_new_tokens)
-        return stage1_records(items, planner, tool_names_line(self.tools.values()))
+        return stage1_records(items, planner, tool_names_line(self.tools.values()), s.plan_shape)
+
+    def _check_plan_shapes(self, records: list[RLRecord]) -> None:
+        """A record's plan and memory text are of one plan shape; training another would prompt the
+        roles unlike the app."""
+        shape = self.settings.plan_shape
+        other = sorted({r.plan_shape for r in records} - {shape})
+        if other:
+            where = f"dataset_file {self.settings.dataset_file}" if self.settings.dataset_file else "a given record"
+            raise TrainingConfigError(
+                f"agent.plan_shape is {shape!r} but {where} holds plans of shape {other[0]!r}; rebuild the dataset "
+                f"with `python -m training dataset --plan-shape {shape} ...` or set agent.plan_shape: {other[0]}."
+            )
 
     def episode(self, record: RLRecord, *, record_turns: bool) -> tuple[Episode, list]:
         """One rollout; with record_turns the policy samples and its decisions are returned."""

@@ -14,6 +14,7 @@ from backend.runlog import RunLog
 from backend.tools.base import tool_prompt_lines
 from training.datasets import (
     DatasetError,
+    empty_memories,
     items_from_runs,
     load_hotpotqa,
     no_memories,
@@ -124,3 +125,78 @@ def test_memory_context_comes_from_the_namespaces_own_store(tmp_path):
     assert "Successful strategies:\n1. (correct, unverified)" in item.memory_context and "first line" in item.memory_context
     assert "Failure lessons:\n1. (incorrect, unverified)" in item.memory_context and "Guessed" in item.memory_context
     assert "Bob" not in item.memory_context
+
+
+# -- the plan of sub-questions (agent.plan_shape: subquestions) -----------------------------------
+
+FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+                 "2. Where was #1 supposed to take place?")
+WALKMAN_HOPS = [{"number": 1, "template": "Which company made the first Walkman?", "answer": "Sony",
+                 "sentence": "Walkman: Sony made it."},
+                {"number": 2, "template": "Who founded #1?", "answer": "Masaru Ibuka", "sentence": "Sony: founded by Ibuka."}]
+
+
+def test_stage1_on_sub_questions_holds_the_planners_decompositions_and_round_trips(tmp_path, tiny_model_dir, wiki_tools):
+    from tests.backend.scripted_model import ScriptedChatModel
+    from training.datasets import QuestionItem
+
+    items = with_memories(load_hotpotqa(HOTPOTQA_TRAIN, limit=2), empty_memories("subquestions"))
+    assert [item.memory_context for item in items] == ["", ""]  # no memories: only the Planner's fixed examples
+    planner = Planner(EmbeddedChatModel(tiny_model_dir), max_new_tokens=12)
+    stage1 = stage1_records(items, planner, tool_prompt_lines(wiki_tools.values()), plan_shape="subquestions")
+    for item, record in zip(items, stage1):  # each record holds what Planner.decompose writes (greedy)
+        blueprint = planner.decompose(item.question, item.memory_context)
+        assert (record.plan_text, record.plan_steps, record.plan_shape) == (blueprint.text, blueprint.steps, "subquestions")
+        assert record.plan_text.startswith("1.") and record.plan_steps
+    scripted = Planner(ScriptedChatModel("planner", [DECOMPOSITION]))
+    (hops,) = stage1_records([QuestionItem(FESTIVAL, "Great Exuma", "test", "")], scripted, "search", "subquestions")
+    assert hops.plan_steps == ["Which music festival was Billy McFarland charged with wire fraud for?",
+                               "Where was #1 supposed to take place?"]  # the hops as written, #1 unfilled
+    path = write_records([*stage1, hops], tmp_path / "stage1.parquet")
+    assert read_records(path) == [*stage1, hops]
+    stage2 = stage2_records(items, "subquestions")
+    assert {r.plan_shape for r in stage2} == {"subquestions"}
+    assert read_records(write_records(stage2, tmp_path / "stage2.parquet")) == stage2
+
+
+def test_a_dataset_file_from_before_plan_shapes_reads_as_steps(tmp_path):
+    import pandas as pd
+
+    old = tmp_path / "old.parquet"
+    pd.DataFrame([{"question": "q?", "ground_truth": "a", "source": "x", "memory_context": "m", "plan_text": "1. Search q",
+                   "plan_steps": ["Search q"]}]).to_parquet(old, index=False)
+    (record,) = read_records(old)
+    assert (record.plan_shape, record.plan_steps) == ("steps", ["Search q"])
+    bad = tmp_path / "bad.parquet"
+    pd.DataFrame([{"question": "q?", "ground_truth": "a", "source": "x", "plan_shape": "hops"}]).to_parquet(bad, index=False)
+    with pytest.raises(DatasetError, match="row 1: plan_shape must be"):
+        read_records(bad)
+    with pytest.raises(DatasetError, match="plan shape must be"):
+        stage2_records([], "hops")
+
+
+def test_sub_question_memories_are_the_worked_examples_the_app_shows(tmp_path):
+    from backend.hops import worked_examples
+    from backend.prompts.planner import worked_examples_text
+    from memory_db import MemoryStore, NewMemory, get_embedder
+
+    from training.datasets import QuestionItem, store_memory_lookup
+
+    walkman = "Who founded the company that made the first Walkman?"
+    with MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=get_embedder()) as store:
+        store.add(NewMemory(question=walkman, summary="Searched the Walkman, then its maker.", plan="1. x", correct=True,
+                            namespace="alice", provenance={"decomposition": WALKMAN_HOPS, "verified": True}))
+        (item,) = with_memories([QuestionItem("Who founded the company that made the first PlayStation?", "x", "t")],
+                                store_memory_lookup(store, "alice", plan_shape="subquestions"))
+    expected = worked_examples_text([(walkman, ["Which company made the first Walkman?", "Who founded #1?"],
+                                      "the answer was right")])
+    assert item.memory_context == expected and "2. Who founded #1?" in expected
+    # from the app's runs: the memories a run was shown, as worked examples
+    runlog = RunLog(tmp_path / "runs")
+    shown = {"question": walkman, "summary": "s", "correct": True, "verified": True, "decomposition": WALKMAN_HOPS}
+    for event in (RunStarted("r1", question=FESTIVAL, namespace="alice", ground_truth="Great Exuma"),
+                  MemoriesRetrieved("r1", successful=[shown], failed=[]), AnswerReady("r1", text="Great Exuma")):
+        runlog.append("alice", event)
+    (run_item,) = items_from_runs(tmp_path, "alice", plan_shape="subquestions")
+    assert run_item.memory_context == worked_examples_text(worked_examples([shown])) == expected

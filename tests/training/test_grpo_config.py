@@ -35,6 +35,12 @@ def test_agent_and_roles_sections_set_what_the_trainer_reads(tmp_path):
     assert settings.rewards.planner.decision_weight == 0.15
 
 
+def test_the_plan_shape_is_the_apps_agent_plan_shape(tmp_path):
+    assert settings_from_mapping({}).plan_shape == "steps"  # the app's default
+    settings = load_settings(write_yaml(tmp_path, "agent:\n  plan_shape: subquestions\n"))
+    assert settings.plan_shape == settings.agent.plan_shape == "subquestions"
+
+
 def test_defaults_and_automatic_values_resolve_as_the_app_does():
     settings = settings_from_mapping({})
     # without the sections: the trainer's own defaults (short rollouts, free-form turns, the paper's rewards)
@@ -68,6 +74,7 @@ def test_an_old_flat_key_names_its_new_key(tmp_path, key):
         ('[agent]\nguided_actions = "sometimes"\n', {"agent": {"guided_actions": "sometimes"}}),
         ("[agent]\nguided_actions = true\n", {"agent": {"guided_actions": True}}),
         ("[agent]\nreflections = -2\n", {"agent": {"reflections": -2}}),
+        ('[agent]\nplan_shape = "hops"\n', {"agent": {"plan_shape": "hops"}}),
         ("[agent]\nturbo = true\n", {"agent": {"turbo": True}}),
         ("[roles.executor]\nmax_new_tokens = 4\n", {"roles": {"executor": {"max_new_tokens": 4}}}),
         ("[roles.planner]\nmax_new_tokens = 1.5\n", {"roles": {"planner": {"max_new_tokens": 1.5}}}),

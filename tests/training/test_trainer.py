@@ -99,3 +99,157 @@ def test_guided_executor_turns_record_the_sampled_action_choice(tmp_path, wiki_t
     assert samples and min(option_lengths) <= 3  # the action choice is recorded as its option's few tokens
     with pytest.raises(TrainingConfigError, match='agent.guided_actions: must be "auto", "on" or "off"'):
         _settings(tmp_path, agent={"guided_actions": "yes"})
+
+
+# -- the plan of sub-questions (agent.plan_shape: subquestions) -----------------------------------
+
+FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+                 "2. Where was #1 supposed to take place?")
+HOPS = ["Which music festival was Billy McFarland charged with wire fraud for?", "Where was #1 supposed to take place?"]
+WORKED = ("Question: Who founded the company that made the first Walkman?\n1. Which company made the first Walkman?\n"
+          "2. Who founded #1?\n(worked for an earlier question: the answer was right)")
+HOPS_AGENT = {**FAST["agent"], "plan_shape": "subquestions"}
+
+
+def _hop_record(**more):
+    from training.datasets import RLRecord
+
+    return RLRecord(FESTIVAL, "Great Exuma", "test:festival", **{"plan_text": DECOMPOSITION, "plan_steps": list(HOPS),
+                                                                   "plan_shape": "subquestions", **more})
+
+
+class PromptRecorder:
+    """Records every call the policy answers, (kind, messages, prefill), with what it answered, by
+    wrapping its stream and choose (generate goes through stream)."""
+
+    def __init__(self, model) -> None:
+        import copy
+
+        from backend.llm.base import Completion
+
+        self.calls, self.replies = [], []
+        stream, choose = model.stream, model.choose
+
+        def recorded_stream(messages, **kwargs):
+            for item in stream(messages, **kwargs):
+                if isinstance(item, Completion):
+                    self.calls.append(("generate", copy.deepcopy(messages), kwargs.get("prefill", "")))
+                    self.replies.append(item)
+                yield item
+
+        def recorded_choose(messages, options, **kwargs):
+            choice = choose(messages, options, **kwargs)
+            self.calls.append(("choose", copy.deepcopy(messages), kwargs.get("prefill", "")))
+            self.replies.append(choice)
+            return choice
+
+        model.stream, model.choose = recorded_stream, recorded_choose
+
+
+class ReplayModel:
+    """The app's model in the comparison: the policy's traits, answering what the policy answered,
+    recording what it is asked."""
+
+    supports_images = False
+
+    def __init__(self, like, replies) -> None:
+        self.traits, self.name, self._count = like.traits, "replay", like.count_tokens
+        self.replies, self.calls = list(replies), []
+
+    def generate(self, messages, *, prefill="", **_):
+        import copy
+
+        self.calls.append(("generate", copy.deepcopy(messages), prefill))
+        return self.replies.pop(0)
+
+    def stream(self, messages, **kwargs):
+        completion = self.generate(messages, **kwargs)
+        yield completion.text
+        yield completion
+
+    def choose(self, messages, options, *, prefill=""):
+        import copy
+
+        self.calls.append(("choose", copy.deepcopy(messages), prefill))
+        return self.replies.pop(0)
+
+    def count_tokens(self, text):
+        return self._count(text)
+
+
+def test_a_hop_settings_trainer_refuses_a_dataset_of_steps(tmp_path, wiki_tools):
+    from training.datasets import RLRecord
+
+    with pytest.raises(TrainingConfigError, match="agent.plan_shape is 'subquestions' but a given record holds plans of "
+                                                  "shape 'steps'.*--plan-shape subquestions"):
+        StageTrainer("executor", _settings(tmp_path, agent=HOPS_AGENT), tools=wiki_tools,
+                     records=[RLRecord(FESTIVAL, "Great Exuma", "x", "", "1. Search for it", ["Search for it"])])
+
+
+def test_stage1_on_sub_questions_researches_the_datasets_hops_as_the_app_researches_its_planners(tmp_path, wiki_tools):
+    from backend.events import HopAnswered, PlanReady
+    from tests.backend.scripted_model import ScriptedChatModel
+    from training.episode import Grader, run_episode
+
+    trainer = StageTrainer("executor", _settings(tmp_path, agent=HOPS_AGENT), tools=wiki_tools, records=[_hop_record()])
+    assert trainer.episode_settings.plan_shape == "subquestions"
+    logs = trainer.train()
+    assert len(logs) == 1 and 0.0 <= logs[0].mean_reward <= 1.04  # one GRPO step on the hops' readings
+
+    recorder = PromptRecorder(trainer.policy)
+    episode, samples = trainer.episode(trainer.records[0], record_turns=True)
+    assert [e.template for e in episode.events if isinstance(e, HopAnswered)][:2] == HOPS  # hop by hop, as given
+    assert episode.plan_steps == HOPS and [h["template"] for h in episode.hops] == HOPS
+    assert not any(isinstance(e, PlanReady) and e.revision == 0 for e in episode.events)  # the plan was given
+    assert samples and len(samples) == len(recorder.calls)
+    # The app: its Planner decomposes the question into the same hops, and its Executor (answering as
+    # the policy did) is asked exactly what the policy was asked.
+    app_executor = ReplayModel(trainer.policy, recorder.replies)
+    app = run_episode(question=FESTIVAL, ground_truth="Great Exuma", planner_model=ScriptedChatModel("planner", [DECOMPOSITION]),
+                      executor_model=app_executor, tools=wiki_tools, grader=Grader(),
+                      settings=trainer.episode_settings)
+    assert app.plan_steps == HOPS and next(e for e in app.events if isinstance(e, PlanReady)).steps == HOPS
+    assert app_executor.calls == recorder.calls and not app_executor.replies
+    reward = score_episode("executor", episode, wiki_tools)
+    hops_searched = sum(1 for step in episode.steps if step.tool == "search")
+    assert reward.parts["tool"] == min(hops_searched, len(HOPS)) / len(HOPS)  # the hops are the plan's steps
+
+
+def test_stage2_on_sub_questions_prompts_the_planner_policy_to_decompose_as_the_app_does(tmp_path, wiki_tools):
+    from backend.episode import EpisodeSettings
+    from backend.prompts.planner import DECOMPOSE_PREFILL, decompose_messages
+    from tests.backend.scripted_model import ScriptedChatModel
+    from training.datasets import QuestionItem, stage2_records
+    from training.episode import Grader, run_episode
+
+    records = stage2_records([QuestionItem(FESTIVAL, "Great Exuma", "test:festival", WORKED)], "subquestions")
+    trainer = StageTrainer("planner", _settings(tmp_path, agent=HOPS_AGENT), tools=wiki_tools, records=records)
+    logs = trainer.train()
+    assert len(logs) == 1 and set(logs[0].reward_parts) == {"acc_final", "acc_first", "format", "decision"}
+
+    recorder = PromptRecorder(trainer.policy)
+    episode, samples = trainer.episode(records[0], record_turns=True)
+    # The policy's one decision is the decomposition (reflection on hops is the app's check, not a choice),
+    # prompted with the app's prompt strings after the record's worked examples, the prefill sampled after.
+    (call,) = recorder.calls
+    assert call == ("generate", decompose_messages(FESTIVAL, WORKED), DECOMPOSE_PREFILL)
+    assert samples[0].prompt_ids == trainer.policy.prompt_ids(decompose_messages(FESTIVAL, WORKED), DECOMPOSE_PREFILL)
+    assert episode.plan_texts[0].startswith(DECOMPOSE_PREFILL) and episode.plan_steps == [h["template"] for h in episode.hops]
+    # The app's Planner, given the same worked examples, is asked the same.
+    app_planner = ScriptedChatModel("planner", [DECOMPOSITION])
+    run_episode(question=FESTIVAL, ground_truth="Great Exuma", planner_model=app_planner,
+                executor_model=ScriptedChatModel("executor", ["Fyre Festival", "Great Exuma"]), tools=wiki_tools,
+                grader=Grader(), settings=EpisodeSettings(plan_shape="subquestions"), memory_text=WORKED)
+    assert app_planner.prompts[0] == call[1]
+
+
+def test_cli_builds_a_dataset_of_decompositions(tmp_path):
+    from training.datasets import read_records
+
+    out = tmp_path / "stage1.parquet"
+    assert main(["dataset", "--stage", "executor", "--hotpotqa", "data/hotpotqa/dev.jsonl", "--limit", "1",
+                 "--planner-model", "tiny-random", "--plan-shape", "subquestions", "--out", str(out)]) == 0
+    (record,) = read_records(out)
+    assert record.plan_shape == "subquestions" and record.plan_text.startswith("1.") and record.plan_steps
+    assert record.memory_context == ""  # no memories: no worked examples
