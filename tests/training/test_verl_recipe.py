@@ -253,3 +253,136 @@ def test_planner_agent_loop_prompts_the_policy_exactly_as_the_app_plans_and_refl
     assert generated == plan
     # Right first, no replan after a right answer, a well-formed plan: the planner reward's maximum.
     assert output.reward_score == pytest.approx(1.0)
+
+
+# -- the plan of sub-questions (rows of plan_shape "subquestions") --------------------------------
+
+FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+                 "2. Where was #1 supposed to take place?")
+HOPS = ["Which music festival was Billy McFarland charged with wire fraud for?", "Where was #1 supposed to take place?"]
+WORKED = ("Question: Who founded the company that made the first Walkman?\n1. Which company made the first Walkman?\n"
+          "2. Who founded #1?\n(worked for an earlier question: the answer was right)")
+HOP_RECORD = RLRecord(FESTIVAL, "Great Exuma", "test:festival", WORKED, DECOMPOSITION, list(HOPS), "subquestions")
+
+
+class RecordingReader:
+    """The app's Executor in the comparison: the verl policy's traits, recording what it is asked."""
+
+    supports_images = False
+    name = "recording:executor"
+
+    def __init__(self, traits, outputs):
+        self.traits, self.outputs, self.calls = traits, list(outputs), []
+
+    def generate(self, messages, *, max_new_tokens=256, stop=(), prefill="", temperature=None):
+        from backend.llm.base import Completion
+
+        self.calls.append((messages, prefill))
+        text = self.outputs.pop(0) if self.outputs else ""
+        return Completion(text=text, prompt_tokens=0, completion_tokens=len(text.split()), seconds=0.0, finish_reason="stop")
+
+    def stream(self, messages, **kwargs):
+        completion = self.generate(messages, **kwargs)
+        yield completion.text
+        yield completion
+
+    def choose(self, messages, options, *, prefill=""):
+        raise AssertionError("an open question is read, not chosen")
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+
+def test_rows_carry_the_plan_shape_and_older_rows_are_steps(tmp_path):
+    from training.verl_recipe.agent_loops import _plan_shape
+
+    row = verl_row(HOP_RECORD, "executor")
+    assert row["extra_info"]["plan_shape"] == "subquestions" and row["extra_info"]["plan_steps"] == HOPS
+    frame = pd.read_parquet(write_verl_parquet([HOP_RECORD], "planner", tmp_path / "planner.parquet"))
+    assert frame["extra_info"][0]["plan_shape"] == "subquestions" and frame["extra_info"][0]["memory_context"] == WORKED
+    assert _plan_shape({}) == "steps" and _plan_shape(verl_row(RECORD, "executor")["extra_info"]) == "steps"
+    with pytest.raises(ValueError, match="plan_shape must be"):
+        _plan_shape({"plan_shape": "hops"})
+
+
+def test_executor_agent_loop_on_sub_questions_reads_the_first_hop_as_the_app_does(tiny_model_dir, index_dir, wiki_tools):
+    from omegaconf import open_dict
+    from transformers import AutoTokenizer
+
+    from backend.episode import EpisodeSettings
+    from backend.events import PlanReady
+    from tests.backend.scripted_model import ScriptedChatModel
+    from training.episode import Grader, run_episode
+    from training.verl_recipe.agent_loops import MiaExecutorAgentLoop
+    from training.verl_recipe.search_tool import _search_tool
+
+    os.environ["MIA_INDEX_CACHE_DIR"] = str(index_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    config = load_stage_config("executor")
+    with open_dict(config):
+        config.actor_rollout_ref.rollout.multi_turn.max_assistant_turns = 4
+    readings = ["Fyre Festival", "Great Exuma"] + ["Great Exuma"] * 6  # more than the episode reads
+    server = ScriptedTokenServer(tokenizer, readings)
+    row = verl_row(HOP_RECORD, "executor")
+    output = _run_loop(MiaExecutorAgentLoop, config, server, tokenizer, row)
+
+    # The app: its Planner decomposes into the same hops; its Executor, a model like verl's policy
+    # (not small: it reads from its conversation), is asked first to read the first hop's answer.
+    from types import SimpleNamespace
+
+    from training.verl_recipe.policy_model import VerlPolicyModel
+
+    rollout = config.actor_rollout_ref.rollout
+    like_policy = VerlPolicyModel(SimpleNamespace(tokenizer=tokenizer), {}, "app",
+                                  context_tokens=rollout.prompt_length + rollout.response_length)
+    reader = RecordingReader(like_policy.traits, ["Fyre Festival", "Great Exuma"] + ["Great Exuma"] * 6)
+    search = _search_tool(str(index_dir))
+    app = run_episode(question=FESTIVAL, ground_truth="Great Exuma", planner_model=ScriptedChatModel("planner", [DECOMPOSITION]),
+                      executor_model=reader, tools={search.name: search}, grader=Grader(),
+                      settings=EpisodeSettings(plan_shape="subquestions", reflections=0))
+    assert next(e for e in app.events if isinstance(e, PlanReady)).steps == HOPS
+    first_messages, first_prefill = reader.calls[0]
+    assert "Billy McFarland" in first_messages[-1]["content"]  # after the first hop's search
+    assert tokenizer.decode(server.prompts[0]) == _app_prompt(tokenizer, first_messages, first_prefill)
+    assert len(server.prompts) == len(reader.calls)  # every hop read, as the app reads them
+    # The trajectory is the first hop's reading: the app's reader prompt, then the policy's answer.
+    assert tokenizer.decode(output.prompt_ids) == _app_prompt(tokenizer, first_messages)
+    generated = tokenizer.decode([t for t, m in zip(output.response_ids, output.response_mask) if m], skip_special_tokens=True)
+    assert generated == "Fyre Festival"
+    assert app.correct_final and output.extra_fields["acc"] == 1.2  # both hops read right: Great Exuma
+
+
+def test_planner_agent_loop_on_sub_questions_prompts_the_policy_to_decompose_as_the_app_does(
+        tiny_model_dir, index_dir, wiki_tools, monkeypatch):
+    from transformers import AutoTokenizer
+
+    from backend.prompts.planner import DECOMPOSE_PREFILL, decompose_messages
+    from tests.backend.scripted_model import ScriptedChatModel
+    from training.episode import Grader, run_episode
+    from training.verl_recipe import agent_loops
+    from backend.episode import EpisodeSettings
+
+    os.environ["MIA_INDEX_CACHE_DIR"] = str(index_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    config = load_stage_config("planner")
+    executor = ScriptedExecutor(["Fyre Festival", "Great Exuma"] + ["Great Exuma"] * 6)
+    monkeypatch.setattr(agent_loops, "_frozen_executor", lambda: executor)
+    decomposition = DECOMPOSITION[len(DECOMPOSE_PREFILL):]
+    server = ScriptedTokenServer(tokenizer, [decomposition])  # the one call: reflection on hops is no choice
+    row = verl_row(HOP_RECORD, "planner")
+    output = _run_loop(agent_loops.MiaPlannerAgentLoop, config, server, tokenizer, row)
+
+    messages = decompose_messages(FESTIVAL, WORKED)
+    assert tokenizer.decode(server.prompts[0]) == _app_prompt(tokenizer, messages, DECOMPOSE_PREFILL)
+    assert len(server.prompts) == 1 and not server.turns
+    app_planner = ScriptedChatModel("planner", [DECOMPOSITION])  # the app's Planner is asked the same
+    run_episode(question=FESTIVAL, ground_truth="Great Exuma", planner_model=app_planner,
+                executor_model=ScriptedChatModel("executor", ["Fyre Festival", "Great Exuma"]), tools=wiki_tools,
+                grader=Grader(), settings=EpisodeSettings(plan_shape="subquestions"), memory_text=WORKED)
+    assert app_planner.prompts[0] == messages
+    # The trajectory is the decomposition: the app's prompt, the prefill (mask 0), the hops (mask 1).
+    assert tokenizer.decode(output.prompt_ids) == _app_prompt(tokenizer, messages)
+    generated = tokenizer.decode([t for t, m in zip(output.response_ids, output.response_mask) if m], skip_special_tokens=True)
+    assert generated == decomposition
+    assert set(output.extra_fields) >= {"acc_final", "acc_first", "format", "decision"}

@@ -11,6 +11,13 @@ MIA_EXECUTOR_MODEL) runs its plan. The trajectory trained on is the blueprint (t
 prompt with its ``1. Search for`` prefill); the reflection (a choice) and the supplementary plan are
 sampled from the same policy and shape the reward, but are separate prompts and so not on the one
 token sequence verl takes per rollout. The reward is training.rewards' planner reward.
+
+Both follow the row's plan shape (`extra_info.plan_shape`, written by `python -m training dataset
+--plan-shape`; rows without it are "steps"), as the app follows `agent.plan_shape`. On "subquestions"
+the Executor researches the row's sub-questions hop by hop, and its trajectory is its reading of the
+first hop (the later hops' readings are separate prompts); the Planner's trajectory is its
+decomposition, prompted after the row's worked examples as the app prompts it, and reflection is the
+app's hop check (a hop no retrieved sentence states is redone), not a sampled choice.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 
 from backend.episode import EpisodeSettings
 from backend.tools.search import WikiSearchTool
+from training.datasets import PLAN_SHAPES
 from training.episode import Grader, run_episode
 from training.verl_recipe.policy_model import VerlPolicyModel
 
@@ -32,6 +40,14 @@ def _tool(loop: AgentLoopBase) -> WikiSearchTool:
 
     index_dir = loop.config.get("mia", {}).get("index_cache_dir") or os.environ.get("MIA_INDEX_CACHE_DIR", ".mia/index")
     return _search_tool(str(index_dir))
+
+
+def _plan_shape(info: dict) -> str:
+    """The row's plan shape; a row written before rows carried it holds a plan of steps."""
+    shape = str(info.get("plan_shape") or "steps")
+    if shape not in PLAN_SHAPES:
+        raise ValueError(f'extra_info.plan_shape must be "steps" or "subquestions", got {shape!r}; rebuild the dataset.')
+    return shape
 
 
 def _policy(loop: AgentLoopBase, sampling_params: dict[str, Any]) -> VerlPolicyModel:
@@ -51,7 +67,8 @@ class MiaExecutorAgentLoop(AgentLoopBase):
         policy = _policy(self, sampling_params)
         # The verl stage runs a single plan without reflection, as the paper's stage 1.
         settings = EpisodeSettings(max_turns=rollout.multi_turn.max_assistant_turns or 8, reflections=0,
-                                   executor_max_new_tokens=rollout.response_length, max_seconds=600.0)
+                                   executor_max_new_tokens=rollout.response_length, max_seconds=600.0,
+                                   plan_shape=_plan_shape(info))
         episode = await self.loop.run_in_executor(None, lambda: run_episode(
             question=question, ground_truth=truth, planner_model=policy, executor_model=policy, tools=tools,
             grader=Grader(), settings=settings, plan_steps=plan_steps))
@@ -69,7 +86,7 @@ class MiaPlannerAgentLoop(AgentLoopBase):
         policy = _policy(self, sampling_params)
         executor = _frozen_executor()
         settings = EpisodeSettings(max_turns=8, reflections=1, planner_max_new_tokens=min(rollout.response_length, 200),
-                                   max_seconds=600.0)
+                                   max_seconds=600.0, plan_shape=_plan_shape(info))
         episode = await self.loop.run_in_executor(None, lambda: run_episode(
             question=question, ground_truth=truth, planner_model=policy, executor_model=executor,
             tools={search.name: search}, grader=Grader(), settings=settings,

@@ -1,6 +1,10 @@
 """Our RL records as verl's RLHFDataset rows: chat prompt, data source, ground truth, extra info.
 
 `agent_name` picks the agent loop per row (registered in training.verl_recipe.agent_loops).
+`extra_info.plan_shape` is the record's plan shape, which the agent loops follow (a stage-1 row of
+"subquestions" holds the hops as written in `plan_steps`). The Executor's `prompt` is its question
+turn with the plan; on "subquestions" the policy's first call is its reading of the first hop, after
+the first search, which the agent loop builds as the app does.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ def verl_row(record: RLRecord, stage: str) -> dict:
         "extra_info": {
             "question": record.question,
             "plan_steps": list(record.plan_steps),
+            "plan_shape": record.plan_shape,
             "memory_context": record.memory_context,
             "source": record.source,
         },

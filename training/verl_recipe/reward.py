@@ -5,7 +5,9 @@ response: the Executor's turns interleaved with the tool responses (which our pr
 so a retrieved page cannot fake a tag). The trace is parsed back into steps and scored with
 `training.rewards.executor_reward`. The verl stage runs a single plan without reflection, so a
 correct answer always counts as "before any replan". The weights are the paper's (the defaults of
-`rewards.executor`).
+`rewards.executor`). Our agent loops set the episode's own reward (`reward_score`), which verl uses
+instead of this function; on a plan of sub-questions (rows of `plan_shape` "subquestions") only that
+one counts, as the hops' searches are the session's and not in the policy's transcript.
 """
 
 from __future__ import annotations
