@@ -133,7 +133,7 @@ def test_the_learner_loads_its_planner_only_when_training_it_fits(learner, monke
 
 
 def test_a_llamacpp_planner_is_dequantised_only_when_training_it_fits(tmp_path, monkeypatch):
-    from backend.llm.tiny import build_tiny_random_gguf
+    from tests.tiny_gguf import build_tiny_random_gguf
 
     gguf_path, source_model = build_tiny_random_gguf(tmp_path / "gguf" / "tiny-random.F32.gguf", seed=3)
     base = load_config(environ={})

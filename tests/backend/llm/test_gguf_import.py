@@ -19,7 +19,7 @@ from backend.llm.gguf_import import (
     read_manifest,
 )
 from backend.llm.gguf_metadata import read_gguf_metadata, read_gguf_parameter_count
-from backend.llm.tiny import build_tiny_random_gguf
+from tests.tiny_gguf import build_tiny_random_gguf
 
 
 @pytest.fixture(scope="module")
