@@ -5,6 +5,8 @@ One server (logins on, tiny random model in every role) serves every test in thi
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from playwright.sync_api import expect
 
@@ -217,49 +219,51 @@ def test_the_read_only_demo_uses_memories_but_changes_none(read_only_server, new
     assert ctx.runtime.store.get(seed.id, namespace="default").usage_count == seed.usage_count
 
 
-class SlowModel:
-    """The real tiny model, taking `delay` seconds longer per call: a long run without a big model."""
+class HeldModel:
+    """The real tiny model whose every call waits until the test sets `released`: a run that lasts as
+    long as the test needs, without a big model."""
 
-    def __init__(self, model, delay: float) -> None:
-        self._model, self._delay = model, delay
+    def __init__(self, model, released: threading.Event) -> None:
+        self._model, self._released = model, released
         self.name, self.supports_images = model.name, model.supports_images
 
     def __getattr__(self, name):
         return getattr(self._model, name)
 
-    def stream(self, *args, **kwargs):
-        import time
+    def _wait_for_release(self) -> None:
+        assert self._released.wait(timeout=120), "the test never released the held model"
 
-        time.sleep(self._delay)
+    def stream(self, *args, **kwargs):
+        self._wait_for_release()
         yield from self._model.stream(*args, **kwargs)
 
     def generate(self, *args, **kwargs):
-        import time
-
-        time.sleep(self._delay)
+        self._wait_for_release()
         return self._model.generate(*args, **kwargs)
 
     def choose(self, *args, **kwargs):
-        import time
-
-        time.sleep(self._delay)
+        self._wait_for_release()
         return self._model.choose(*args, **kwargs)
 
 
 def test_a_long_run_does_not_block_another_users_page(read_only_server, new_page):
     url, ctx = read_only_server
     models = ctx.runtime.agent.models
-    models["executor"] = SlowModel(models["executor"], delay=5.0)
-    busy, other = new_page(), new_page()
-    busy.goto(url)
-    question_box(busy).fill(QUESTION)
-    busy.locator("#ask").click()
-    busy.locator("#trace").get_by_text("🗺️ Plan").first.wait_for()  # the run is under way
-    other.goto(url)
-    open_memory_tab(other)
-    other.get_by_role("tab", name="Learning").click()
-    other.locator("#queue-length").get_by_text("feedback items").wait_for()
-    assert "📊 Run summary" not in busy.locator("#trace").inner_text()  # still running meanwhile
+    released = threading.Event()
+    models["executor"] = HeldModel(models["executor"], released)
+    try:
+        busy, other = new_page(), new_page()
+        busy.goto(url)
+        question_box(busy).fill(QUESTION)
+        busy.locator("#ask").click()
+        busy.locator("#trace").get_by_text("🗺️ Plan").first.wait_for()  # the run is under way, its Executor held
+        other.goto(url)
+        open_memory_tab(other)
+        other.get_by_role("tab", name="Learning").click()
+        other.locator("#queue-length").get_by_text("feedback items").wait_for()
+        assert "📊 Run summary" not in busy.locator("#trace").inner_text()  # still running meanwhile
+    finally:
+        released.set()
     busy.locator("#trace").get_by_text("📊 Run summary").wait_for(timeout=120_000)
 
 

@@ -3,18 +3,19 @@ open their passage, Stop, the report to download, and the Memory view's import c
 and delete that asks first; the footer without Gradio's API page.
 
 The server (logins on) runs a canned model in every role: it plans two searches, searches each
-magazine, answers from what it found, and can be slowed down, so every run is the same and quick.
+magazine, answers from what it found, and can be held after its first search until the test lets it
+go on, so every run is the same and quick.
 """
 
 from __future__ import annotations
 
 import json
-import time
+import threading
 
 import pytest
 from playwright.sync_api import expect
 
-from app.research_tab import history_rows
+from app.research_tab import STOP_NOTE, history_rows
 from backend.llm.base import Choice, Completion, ModelTraits
 from memory_db import NewMemory
 from tests.app.conftest import export_memories, login
@@ -27,17 +28,26 @@ QUERIES = ["Arthur's Magazine", "First for Women"]
 
 
 class CannedModel:
-    """Plans a search per magazine, searches each, answers "Arthur's Magazine"; `delay` seconds per call."""
+    """Plans a search per magazine, searches each, answers "Arthur's Magazine". While `held` is an unset
+    event, the Executor's turns after its first search wait for it."""
 
     supports_images = False
 
     def __init__(self, role: str) -> None:
-        self.role, self.name, self.delay = role, f"canned:{role}", 0.0
+        self.role, self.name = role, f"canned:{role}"
+        self.held: threading.Event | None = None
         self.traits = ModelTraits(small=False, guided_turns=False, executor_turns=4)
+
+    def _searched(self, messages) -> int:
+        return sum("<tool_call>" in m["content"] for m in messages if m["role"] == "assistant")
+
+    def _wait_while_held(self, messages) -> None:
+        if self.held is not None and self.role == "executor" and self._searched(messages) >= 1:
+            assert self.held.wait(timeout=120), "the test never let the held Executor go on"
 
     def _text(self, messages) -> str:
         if self.role == "executor":
-            searched = sum("<tool_call>" in m["content"] for m in messages if m["role"] == "assistant")
+            searched = self._searched(messages)
             if searched < len(QUERIES):
                 call = {"name": "search", "arguments": {"query_list": [QUERIES[searched]]}}
                 return f"<think>look up {QUERIES[searched]}</think><tool_call>{json.dumps(call)}</tool_call>"
@@ -47,13 +57,13 @@ class CannedModel:
         return "Searched each magazine and compared the years they were started."
 
     def generate(self, messages, *, max_new_tokens=256, stop=(), prefill="", temperature=0.0) -> Completion:
-        time.sleep(self.delay)
+        self._wait_while_held(messages)
         text = self._text(messages)
         text = text[len(prefill):] if prefill and text.startswith(prefill) else text
         for s in stop:
             if s in text:
                 text = text[: text.index(s)]
-        return Completion(text=text, prompt_tokens=10, completion_tokens=len(text.split()), seconds=self.delay,
+        return Completion(text=text, prompt_tokens=10, completion_tokens=len(text.split()), seconds=0.0,
                           finish_reason="stop")
 
     def stream(self, messages, **kwargs):
@@ -62,7 +72,7 @@ class CannedModel:
         yield completion
 
     def choose(self, messages, options, *, prefill="") -> Choice:
-        time.sleep(self.delay)
+        self._wait_while_held(messages)
         label = "yes" if "yes" in options else options[0]  # the reflection lets the answer stand
         return Choice(label=label, logprobs={o: (0.0 if o == label else -5.0) for o in options}, method="canned")
 
@@ -79,16 +89,13 @@ def canned_server(start_app):
 
 
 @pytest.fixture
-def slow(canned_server):
-    """slow(seconds): every canned model call takes that long (for this test only)."""
-    models = canned_server[2]
-
-    def set_delay(seconds: float) -> None:
-        for model in models.values():
-            model.delay = seconds
-
-    yield set_delay
-    set_delay(0.0)
+def go_on(canned_server):
+    """Holds the Executor after its first search (for this test only); go_on() lets the run continue."""
+    executor = canned_server[2]["executor"]
+    executor.held = threading.Event()
+    yield executor.held.set
+    executor.held.set()
+    executor.held = None
 
 
 def question_box(page):
@@ -109,9 +116,8 @@ def final(page, timeout: float = 60_000):
     page.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=timeout)
 
 
-def test_the_answer_shows_working_then_final_with_citations_that_open_their_passage(canned_server, slow, new_page):
+def test_the_answer_shows_working_then_final_with_citations_that_open_their_passage(canned_server, go_on, new_page):
     url, ctx, _ = canned_server
-    slow(0.7)
     page = new_page()
     login(page, url, "alice")
     question_box(page).fill(QUESTION)
@@ -123,6 +129,7 @@ def test_the_answer_shows_working_then_final_with_citations_that_open_their_pass
     expect(page.locator("#stop")).to_be_enabled()
     expect(page.locator("#answer-box .answer-eta")).to_contain_text("rough")
     page.locator("#trace").get_by_text("Step 1").wait_for()
+    go_on()
     final(page)
     expect(page.locator("#ask")).to_be_enabled()
     expect(page.locator("#stop")).to_be_disabled()
@@ -155,14 +162,15 @@ def test_the_answer_shows_working_then_final_with_citations_that_open_their_pass
     assert page.locator("#answer-box").bounding_box()["width"] <= 1280
 
 
-def test_stop_ends_the_run_with_the_answer_so_far(canned_server, slow, new_page):
+def test_stop_ends_the_run_with_the_answer_so_far(canned_server, go_on, new_page):
     url, ctx, _ = canned_server
-    slow(2.0)
     page = new_page()
     login(page, url, "bob")
     memories_before = ctx.runtime.store.count(namespace="bob")
     research_until_the_first_step(page)
     page.locator("#stop").click()
+    page.get_by_text(STOP_NOTE).wait_for()  # the server has the stop before the held Executor goes on
+    go_on()
     page.locator('#answer-box .answer-box[data-state="stopped"]').wait_for(timeout=30_000)
     expect(page.locator("#answer-box")).to_contain_text("stopped")
     expect(page.locator("#ask")).to_be_enabled()
@@ -176,14 +184,14 @@ def test_stop_ends_the_run_with_the_answer_so_far(canned_server, slow, new_page)
     expect(page.locator("#download-report")).to_be_visible()  # a stopped run has its report too
 
 
-def test_a_run_whose_tab_closed_finishes_into_a_real_history_row(canned_server, slow, new_page):
+def test_a_run_whose_tab_closed_finishes_into_a_real_history_row(canned_server, go_on, new_page):
     url, ctx, _ = canned_server
-    slow(1.0)
     page = new_page()
     login(page, url, "admin")
     research_until_the_first_step(page)
     [run] = ctx.runtime.runlog.list_runs("admin", limit=1)
     page.context.close()  # the tab goes away mid-run
+    go_on()
     wait_until(lambda: run.run_id not in ctx.runs_under_way, 90, "the run to finish after its tab closed")
     events = ctx.runtime.runlog.load("admin", run.run_id)
     assert events[-1].kind == "run_finished" and not events[-1].stopped  # it ran to its end after the tab closed
