@@ -4,11 +4,11 @@ import io
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 from app.auth import verify_password
 from app.cli import main
+from tests.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,13 +71,6 @@ def fresh_data_folder_config(tmp_path: Path, model_dir: Path) -> Path:
     return path
 
 
-def until(condition, seconds: float):
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return condition()
-
-
 def test_the_first_ask_answers_with_bm25_while_a_process_of_its_own_builds_the_vectors(
         tmp_path, tiny_model_dir, shared_tools, capsys):
     from app.vector_build import build_running, builder_pid, log_path
@@ -91,9 +84,10 @@ def test_the_first_ask_answers_with_bm25_while_a_process_of_its_own_builds_the_v
             f"log: {log_path(config)}\n") in out
     assert "\nAnswer" in out and "\nDone: " in out  # answered, without waiting for the vectors
     # The build goes on in a process of its own, after the answer; this test stops it.
-    assert until(lambda: build_running(config) and builder_pid(config), 120), log_path(config).read_text()
+    wait_until(lambda: build_running(config) and builder_pid(config), 120,
+               f"the vector build to start (its log: {log_path(config)})")
     pid = builder_pid(config)
     command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert [b"--config", str(path).encode(), b"prepare", b"--search-only", b"--background"] == command[-6:-1]
     os.kill(pid, signal.SIGTERM)
-    assert until(lambda: not build_running(config), 60)
+    wait_until(lambda: not build_running(config), 60, "the vector build to stop on SIGTERM")
