@@ -191,6 +191,7 @@ LEARNER_WORKERS = ("process", "thread", "external")
 LEARNER_WEIGHT_DTYPES = ("bfloat16", "float32")
 LEARNERS = ("grpo", "rft", "none")
 SELECTIONS = ("memory", "majority")
+SAMPLERS = ("transformers", "llamacpp")
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,9 @@ class LearningConfig:
     # How a question's reported answer is chosen among its rollouts without the ground truth
     # (training/ttrl/selection.py): "memory" (the plan most like past successful ones) or "majority".
     selection: str = "memory"
+    # What samples the rollouts: "transformers" (the trained copy, ~2.3 tokens/s here) or "llamacpp" (a
+    # llama.cpp Planner with the version's adapter, ~15 tokens/s; the trained copy only scores them).
+    sampler: str = "transformers"
 
 
 @dataclass(frozen=True)
@@ -497,6 +501,7 @@ def _validate(config: Config) -> None:
         (t.weights_dtype in LEARNER_WEIGHT_DTYPES, "ttrl.weights_dtype", f"must be one of {', '.join(LEARNER_WEIGHT_DTYPES)}"),
         (t.learner in LEARNERS, "ttrl.learner", f"must be one of {', '.join(LEARNERS)}"),
         (t.selection in SELECTIONS, "ttrl.selection", f"must be one of {', '.join(SELECTIONS)}"),
+        (t.sampler in SAMPLERS, "ttrl.sampler", f"must be one of {', '.join(SAMPLERS)}"),
     ])
     validate_agent(config.agent)
     validate_memory(config.memory)

@@ -263,6 +263,31 @@ class LlamaCppChatModel(InProcessChatModel):
 
         return stream_in_thread(produce, "llamacpp-decode")
 
+    def sample_ids(self, messages: list[dict], *, max_new_tokens: int = 256, stop: Sequence[str] = (),
+                   prefill: str = "", temperature: float = 1.0) -> tuple[Completion, list[int], list[int]]:
+        """One completion with the prompt's token ids and every token sampled (the turn-ending token
+        and a stop string's tokens included): what a trainer needs to score the same sequence."""
+        prompt_ids, budget, stops = self._prepare(messages, max_new_tokens, stop, prefill, temperature)
+        sampled: list[int] = []
+        started = time.perf_counter()
+        slot = self._pool.acquire(prompt_ids)
+        try:
+            def tokens():
+                for token_id, detail in self._next_tokens(slot, prompt_ids, budget, temperature, 0):
+                    sampled.append(token_id)
+                    yield token_id, detail
+
+            decoded = collect_text(tokens(), decode=self._detokenize, end_ids=self._is_turn_end, stops=stops,
+                                   emit=lambda text: None, cancelled=threading.Event())
+        finally:
+            self._pool.release(slot)
+        completion = Completion(
+            text=decoded.text, prompt_tokens=len(prompt_ids), completion_tokens=decoded.produced,
+            seconds=time.perf_counter() - started, finish_reason=decoded.finish_reason, logprobs=decoded.details,
+            cached_tokens=slot.reused,
+        )
+        return completion, prompt_ids, sampled
+
     def score_options(
         self, messages: list[dict], options: Sequence[str], *, prefill: str = "", top_logprobs: int = 0
     ) -> list[list[TokenLogprob]]:

@@ -46,6 +46,7 @@ from backend.code_identity import prompts_digest
 from backend.config import LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
+from backend.llm.llamacpp import LlamaCppChatModel
 from backend.episode import planner_memories
 from backend.manager import Manager
 from backend.tools.base import Tool, tool_names_line
@@ -57,6 +58,7 @@ from training.ttrl.budget import RolloutBudget
 from training.ttrl.canary import CanaryResult, evaluate_canary, load_canary
 from training.ttrl.gate import GatedModel, YieldGate
 from training.ttrl.memory_fit import NotEnoughMemory, learner_need, require_memory
+from training.ttrl.fast_sampler import LlamaCppPolicy
 from training.ttrl.rft import FEEDBACK_PREFIX, plan_sample, rft_update, successful_memory
 from training.ttrl.selection import select_reported
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
@@ -163,11 +165,16 @@ class TestTimeLearner:
         clock: Callable[[], float] = time.time,
         gate: YieldGate | None = None,
         owner: str | None = None,
+        fast_sampler: Callable[[Version], LlamaCppChatModel] | None = None,
     ) -> None:
         """`app_settings`: the app's episode settings (its memory retrieval; then `memory_k` and
         `guided` come from it); a rollout is shorter than a user's run (ttrl.max_turns, max_new_tokens).
-        `gate`: every model call of rollouts and canary waits at it while users' questions run."""
+        `gate`: every model call of rollouts and canary waits at it while users' questions run.
+        `fast_sampler(version)`: the llama.cpp model answering with that Planner version; rollouts are
+        then sampled on it and only scored by the trained copy (ttrl.sampler = "llamacpp")."""
         self.settings = settings
+        self.fast_sampler = fast_sampler
+        self._sampler: tuple[int, LlamaCppPolicy] | None = None
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         # A callable is resolved when the policy is first built (preparing the weights may take minutes).
@@ -493,7 +500,8 @@ class TestTimeLearner:
         memory_text, used = memory_context(self.manager, signal, self.episode_settings)
         grader = SignalGrader(signal, self.judge)
         self.budget.spend(self.settings.rollouts_per_signal)
-        rollouts = run_rollouts(signal, policy=self._gated(policy), executor_model=self.executor_model, tools=self.tools,
+        rollouts = run_rollouts(signal, policy=self._gated(self._rollout_policy(policy)),
+                                executor_model=self.executor_model, tools=self.tools,
                                 grader=grader, settings=self.episode_settings, memory_text=memory_text,
                                 n=self.settings.rollouts_per_signal, weights=self.reward_weights)
         version = self.versions.current().name
@@ -516,6 +524,16 @@ class TestTimeLearner:
             "memories_stored": stored, "memories_used": used, "seconds": round(outcome.seconds, 2),
         })
         return outcome
+
+    def _rollout_policy(self, policy: PolicyChatModel):
+        """What samples the rollouts: the trained copy, or llama.cpp with the current version's adapter."""
+        if self.fast_sampler is None:
+            return policy
+        version = self.versions.current()
+        if self._sampler is None or self._sampler[0] != version.number:
+            self._sampler = (version.number, LlamaCppPolicy(self.fast_sampler(version),
+                                                            temperature=self.settings.temperature))
+        return self._sampler[1]
 
     def _reported(self, signal: Signal, rollouts: list) -> int:
         """The rollout whose answer the stream reports, chosen without the ground truth (training.ttrl.selection)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from backend.config import REPO_ROOT, Config
+from backend.config import REPO_ROOT, Config, ConfigError
 from backend.episode import EpisodeSettings
 from backend.feedback import open_feedback_queue
 from backend.llm.base import ChatModel
@@ -83,6 +83,17 @@ def prepare_for_apps(config: Config, version: Version) -> None:
     log.info("Planner %s is promoted; the app processes load it before their next question", version.name)
 
 
+def fast_sampler_for(config: Config):
+    """ttrl.sampler = "llamacpp": the llama.cpp model answering with a Planner version (its adapter
+    converted to GGUF once); None for the trained copy's own sampling."""
+    if config.ttrl.sampler != "llamacpp":
+        return None
+    if config.role("planner").backend != "llamacpp":
+        raise ConfigError(f"ttrl.sampler: \"llamacpp\" samples on the Planner's llama.cpp model, but roles.planner "
+                          f"runs on {config.role('planner').backend!r}; set ttrl.sampler = \"transformers\".")
+    return lambda version: planner_model_for(config, version)
+
+
 def build_learner(runtime: Runtime, *, serving: bool = True, gate=None, owner: str | None = None) -> TestTimeLearner:
     """The learner on the runtime's models, tools and memory. `serving`: in the app's process, a
     promoted version is swapped into this runtime's agent; otherwise (the worker) it is prepared for
@@ -106,6 +117,7 @@ def build_learner(runtime: Runtime, *, serving: bool = True, gate=None, owner: s
         app_settings=EpisodeSettings.from_config(config, agent.models["executor"].traits),
         reward_weights=config.rewards.planner,
         gate=gate, owner=owner,
+        fast_sampler=fast_sampler_for(config),
     )
     current = learner.versions.current()
     if current.number and serving:
