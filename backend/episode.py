@@ -40,7 +40,9 @@ from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
 from backend.provenance import RESEARCH, Provenance
-from backend.prompts.manager import LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage
+from backend.prompts.manager import (
+    IMAGE_TEXT_MAX_CHARS, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
+)
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, stating_sentence
@@ -260,7 +262,8 @@ class EpisodeLoop:
         deadline = time.monotonic() + s.max_seconds
         caption, caption_source = self._caption(episode)
         yield RunStarted(run_id, question=question, namespace=episode.namespace, image=episode.image,
-                         caption=caption, caption_source=caption_source, ground_truth=episode.ground_truth)
+                         caption=caption, caption_source=caption_source, ground_truth=episode.ground_truth,
+                         image_text=self._image_text[:IMAGE_TEXT_MAX_CHARS] or None)
 
         successful: list[dict] = []
         failed: list[dict] = []
