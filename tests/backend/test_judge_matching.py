@@ -41,3 +41,14 @@ def test_a_closed_question_is_graded_by_the_option_the_answer_names():
     choice = "Who is older, Annie Morton or Terry Richardson?"
     assert judge.grade(choice, "Terry Richardson", "Terry Richardson").label == CORRECT
     assert judge.grade(choice, "Annie Morton", "Terry Richardson").label == INCORRECT
+
+
+def test_the_gold_answer_itself_is_correct_even_where_it_looks_cut_off():
+    from backend.judge import CORRECT, NOT_ATTEMPTED, Judge
+
+    judge = Judge(_NoGrader())
+    question = "Vardø is the easternmost town in which Norwegian county?"
+    verdict = judge.grade(question, "Finnmark county,", "Finnmark county,")  # a HotpotQA gold with its comma
+    assert verdict.label == CORRECT and verdict.method == "exact-match"
+    assert judge.grade(question, "Troms county,", "Finnmark county,").label == NOT_ATTEMPTED  # still cut off
+    assert judge.grade(question, "", "").label == NOT_ATTEMPTED
