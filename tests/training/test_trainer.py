@@ -103,12 +103,7 @@ def test_guided_executor_turns_record_the_sampled_action_choice(tmp_path, wiki_t
 
 # -- the plan of sub-questions (agent.plan_shape: subquestions) -----------------------------------
 
-FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
-DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
-                 "2. Where was #1 supposed to take place?")
-HOPS = ["Which music festival was Billy McFarland charged with wire fraud for?", "Where was #1 supposed to take place?"]
-WORKED = ("Question: Who founded the company that made the first Walkman?\n1. Which company made the first Walkman?\n"
-          "2. Who founded #1?\n(worked for an earlier question: the answer was right)")
+from tests.training.hops_example import DECOMPOSITION, FESTIVAL, HOPS, WORKED  # noqa: E402
 HOPS_AGENT = {**FAST["agent"], "plan_shape": "subquestions"}
 
 

@@ -257,12 +257,7 @@ def test_planner_agent_loop_prompts_the_policy_exactly_as_the_app_plans_and_refl
 
 # -- the plan of sub-questions (rows of plan_shape "subquestions") --------------------------------
 
-FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
-DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
-                 "2. Where was #1 supposed to take place?")
-HOPS = ["Which music festival was Billy McFarland charged with wire fraud for?", "Where was #1 supposed to take place?"]
-WORKED = ("Question: Who founded the company that made the first Walkman?\n1. Which company made the first Walkman?\n"
-          "2. Who founded #1?\n(worked for an earlier question: the answer was right)")
+from tests.training.hops_example import DECOMPOSITION, FESTIVAL, HOPS, WORKED  # noqa: E402
 HOP_RECORD = RLRecord(FESTIVAL, "Great Exuma", "test:festival", WORKED, DECOMPOSITION, list(HOPS), "subquestions")
 
 
