@@ -4,6 +4,8 @@ memory_context), researches hop by hop, and keeps the decomposition as the plan 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from backend.episode import EpisodeSettings
 from backend.events import HopAnswered
 from training.episode import Grader, run_episode
@@ -25,3 +27,33 @@ def test_a_rollout_decomposes_after_the_worked_examples_and_researches_hop_by_ho
     assert [e.answer for e in episode.events if isinstance(e, HopAnswered)] == ["Fyre Festival", "Great Exuma"]
     assert episode.plan_steps[1] == "Where was #1 supposed to take place?"
     assert episode.answer == "Great Exuma" and episode.correct_final
+    assert [hop["template"] for hop in episode.hops] == episode.plan_steps
+
+
+def test_a_learned_memory_keeps_its_decomposition_as_a_worked_example(shared_tools, tmp_path, embedder):
+    from backend.hops import worked_examples
+    from backend.manager import Manager, memory_to_dict
+    from memory_db import MemoryStore
+    from training.rewards import Reward
+    from training.ttrl.rollouts import ScoredRollout, consolidate
+    from training.ttrl.signals import Signal
+
+    planner = ScriptedChatModel("policy", ["1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+                                           "2. Where was #1 supposed to take place?"])
+    executor = ScriptedChatModel("executor", ["Fyre Festival", "Great Exuma"])
+    episode = run_episode(question=FESTIVAL, ground_truth="Great Exuma", planner_model=planner, executor_model=executor,
+                          tools=shared_tools, grader=Grader(), settings=EpisodeSettings(plan_shape="subquestions", guided=True),
+                          memory_text="")
+    store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
+    try:
+        manager = Manager(ScriptedChatModel("manager"), store)
+        signal = Signal(FESTIVAL, "ground_truth", "alice", "Great Exuma", "stream:q1")
+        [stored] = consolidate(signal, [ScoredRollout(episode, [], Reward(total=1.0, parts={}))], manager=manager,
+                               memories_used=[], version="v0000")
+        memory = store.get(stored, namespace="alice")
+        assert [hop["template"] for hop in memory.provenance["decomposition"]] == episode.plan_steps
+        shown = memory_to_dict(SimpleNamespace(memory=memory, similarity=1.0, score=1.0))
+        [(question, hops, _)] = worked_examples([shown])  # shown to a later Planner as a worked example
+        assert question == FESTIVAL and hops == episode.plan_steps
+    finally:
+        store.close()

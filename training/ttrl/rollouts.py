@@ -103,6 +103,7 @@ def consolidate(signal: Signal, rollouts: list[ScoredRollout], *, manager: Manag
                 answer=ep.answer, first_answer=ep.first_answer, planner_version=version,
                 rollouts=len(rollouts), reward=rollout.reward.total, memories_used=memories_used,
                 trajectory=f"{ep.trace_text[:3000]}\nAnswer: {ep.answer}",
+                decomposition=list(ep.hops) or None,  # a plan of sub-questions, a worked example later
             ),
             keep_contrast=True,
         ).memory
