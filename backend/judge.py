@@ -107,10 +107,9 @@ class Judge:
         self.require_overlap = require_overlap
 
     def grade(self, question: str, answer: str, ground_truth: str) -> Verdict:
-        if normalize_answer(answer) and normalize_answer(answer) == normalize_answer(ground_truth):
-            # The gold answer itself, even where it looks cut off ("Finnmark county," in HotpotQA).
-            return Verdict(CORRECT, "exact-match")
         problem = answer_problem(question, answer)
+        if problem is not None and normalize_answer(answer) and normalize_answer(answer) == normalize_answer(ground_truth):
+            problem = None  # the gold answer itself, even where it looks cut off ("Finnmark county," in HotpotQA)
         if problem is not None:
             return Verdict(NOT_ATTEMPTED, "no-answer", [problem])
         closed = self._grade_closed(question, answer, ground_truth)
