@@ -20,11 +20,13 @@ from backend.llm.base import ChatModel, Completion
 from backend.metering import RunMeter
 from backend.planner import is_search_step, search_query
 from backend.prompts import executor as prompts
+from backend.prompts.manager import image_text_passage
 from backend.protocol import clean_query
 from backend.reader import AnswerReading
 from backend.hops import Hop
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
 
+IMAGE_TEXT_SOURCE = image_text_passage("")["source"]  # the passage OCR read in the question's own image
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
 
 
@@ -331,7 +333,7 @@ class ExecutorSession(AnswerReading):
             # A draft that repeats a word of the question is taken only after a second search (18% of
             # `train` answers do, and so does the bridge entity of many bridge questions).
             grounded = is_grounded(draft, question, self.passages) and (
-                searches >= 2 or not shares_a_question_word(draft, question))
+                searches >= 2 or not shares_a_question_word(draft, question) or self._image_states(draft, question))
             if closed_options(question) or grounded or not evidence_options:
                 # The draft decides when to stop; the final answer is read by quote where that is on.
                 final = draft if closed_options(question) or not self._quotes else None
@@ -381,6 +383,11 @@ class ExecutorSession(AnswerReading):
         yield from self.search(action, query, head)
         if self.steps:
             self.steps[-1].think = thought
+
+    def _image_states(self, answer: str, question: str) -> bool:
+        """The text OCR read in the question's own image states the answer: the person's evidence, not
+        a bridge entity a first search found."""
+        return bool(stating_sentence(answer, question, [p for p in self.passages if p.get("source") == IMAGE_TEXT_SOURCE]))
 
     def _text_call(self, action: str, argument: str, head: str, thought: str) -> Iterator[Event]:
         """A tool that gathers no evidence (a calculator), its one text argument written after the

@@ -120,3 +120,28 @@ def test_a_draft_repeating_a_question_word_is_taken_only_after_a_second_search(l
     events = run(model, shared_tools, question=question)
     assert searched(events) == ["Billy McFarland", "Fyre Festival location"]
     assert next(e for e in events if isinstance(e, AnswerReady)).text == "Great Exuma"
+
+
+def test_a_draft_the_questions_own_image_states_ends_the_run_after_one_search(larger_model_class, shared_tools):
+    """A draft that repeats a question word needs a second search, unless the text OCR read in the
+    question's image states it: that is the person's own evidence, not a first hop's entity."""
+    from backend.prompts.manager import image_text_passage
+
+    question = "What tariff per tonne does the notice in this image state?"
+    notice = image_text_passage("HARBOUR OF VELLMARK TARIFF 2025: 17 CROWNS PER TONNE")
+
+    def asked(model, passages):
+        session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True)
+        session.start(question, [])
+        session.passages.extend(passages)
+        return list(session.run(question, max_turns=4, deadline=time.monotonic() + 60))
+
+    events = asked(larger_model_class("executor", ["Vellmark tariff", "17 crowns per tonne"]), [notice])
+    assert searched(events) == ["Vellmark tariff"]
+    answer = next(e for e in events if isinstance(e, AnswerReady))
+    assert answer.text == "17 crowns per tonne" and answer.sources[0]["title"] == notice["title"]
+    # The same draft stated only by a search result still needs the second search.
+    stated_by_a_result = dict(notice, title="Harbour of Vellmark", source="wiki")
+    events = asked(larger_model_class("executor", ["Vellmark tariff", "17 crowns per tonne", "Vellmark harbour dues",
+                                                   "17 crowns per tonne"]), [stated_by_a_result])
+    assert len(searched(events)) == 2
