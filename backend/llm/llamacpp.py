@@ -246,20 +246,7 @@ class LlamaCppChatModel(InProcessChatModel):
         prompt_ids, budget, stops = self._prepare(messages, max_new_tokens, stop, prefill, temperature)
 
         def produce(emit: Callable[[str], None], cancelled: threading.Event) -> Completion:
-            started = time.perf_counter()
-            slot = self._pool.acquire(prompt_ids)
-            try:
-                decoded = collect_text(
-                    self._next_tokens(slot, prompt_ids, budget, temperature, logprobs),
-                    decode=self._detokenize, end_ids=self._is_turn_end, stops=stops, emit=emit, cancelled=cancelled,
-                )
-            finally:
-                self._pool.release(slot)
-            return Completion(
-                text=decoded.text, prompt_tokens=len(prompt_ids), completion_tokens=decoded.produced,
-                seconds=time.perf_counter() - started, finish_reason=decoded.finish_reason,
-                logprobs=decoded.details if logprobs is not None else None, cached_tokens=slot.reused,
-            )
+            return self._decode_turn(prompt_ids, budget, stops, temperature, logprobs, emit=emit, cancelled=cancelled)
 
         return stream_in_thread(produce, "llamacpp-decode")
 
@@ -269,24 +256,30 @@ class LlamaCppChatModel(InProcessChatModel):
         and a stop string's tokens included): what a trainer needs to score the same sequence."""
         prompt_ids, budget, stops = self._prepare(messages, max_new_tokens, stop, prefill, temperature)
         sampled: list[int] = []
+        completion = self._decode_turn(prompt_ids, budget, stops, temperature, 0, emit=lambda text: None,
+                                       cancelled=threading.Event(), sampled=sampled)
+        return completion, prompt_ids, sampled
+
+    def _decode_turn(self, prompt_ids: list[int], budget: int, stops: list[str], temperature: float,
+                     logprobs: int | None, *, emit: Callable[[str], None], cancelled: threading.Event,
+                     sampled: list[int] | None = None) -> Completion:
+        """One turn decoded in a slot until its end, a stop string, cancellation or the budget;
+        `sampled` collects every token id drawn."""
         started = time.perf_counter()
         slot = self._pool.acquire(prompt_ids)
         try:
-            def tokens():
-                for token_id, detail in self._next_tokens(slot, prompt_ids, budget, temperature, 0):
-                    sampled.append(token_id)
-                    yield token_id, detail
-
-            decoded = collect_text(tokens(), decode=self._detokenize, end_ids=self._is_turn_end, stops=stops,
-                                   emit=lambda text: None, cancelled=threading.Event())
+            tokens = self._next_tokens(slot, prompt_ids, budget, temperature, logprobs)
+            if sampled is not None:
+                tokens = _recorded(tokens, sampled)
+            decoded = collect_text(tokens, decode=self._detokenize, end_ids=self._is_turn_end, stops=stops,
+                                   emit=emit, cancelled=cancelled)
         finally:
             self._pool.release(slot)
-        completion = Completion(
+        return Completion(
             text=decoded.text, prompt_tokens=len(prompt_ids), completion_tokens=decoded.produced,
-            seconds=time.perf_counter() - started, finish_reason=decoded.finish_reason, logprobs=decoded.details,
-            cached_tokens=slot.reused,
+            seconds=time.perf_counter() - started, finish_reason=decoded.finish_reason,
+            logprobs=decoded.details if logprobs is not None else None, cached_tokens=slot.reused,
         )
-        return completion, prompt_ids, sampled
 
     def score_options(
         self, messages: list[dict], options: Sequence[str], *, prefill: str = "", top_logprobs: int = 0
@@ -446,6 +439,12 @@ def _compile_template(source: object, gguf_path: Path):
 
 _loaded: dict[tuple, LlamaCppChatModel] = {}
 _loaded_lock = threading.Lock()
+
+
+def _recorded(tokens: Iterator[tuple[int, TokenLogprob | None]], sampled: list[int]):
+    for token_id, detail in tokens:
+        sampled.append(token_id)
+        yield token_id, detail
 
 
 def get_llamacpp_model(gguf_path: Path, **settings) -> LlamaCppChatModel:
