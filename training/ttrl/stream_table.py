@@ -12,12 +12,12 @@ one-rollout `mia` rows) join by question id. Usage:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from backend.eval.compare import plot_learning_curves
+from backend.eval.report import file_digest
 from backend.eval.results import ResultsFile
 from backend.eval.significance import bootstrap_interval, mcnemar_exact
 
@@ -37,7 +37,7 @@ class Variant:
 
 
 def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "-"
+    return file_digest(path)[:16] or "-"
 
 
 def read_stream(folder: Path, label: str) -> Variant:
