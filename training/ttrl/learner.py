@@ -47,7 +47,6 @@ from backend.config import LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
 from backend.llm.llamacpp import LlamaCppChatModel
-from backend.episode import planner_memories
 from backend.manager import Manager
 from backend.tools.base import Tool, tool_names_line
 from memory_db import LeaseFence, LeaseLost
@@ -497,15 +496,16 @@ class TestTimeLearner:
         started = time.perf_counter()
         self.activity = f"rolling out {self.settings.rollouts_per_signal} plans for: {signal.question[:80]}"
         policy = self.policy()
-        memory_text, used = memory_context(self.manager, signal, self.episode_settings)
+        shown = memory_context(self.manager, signal, self.episode_settings)
+        used = shown.used
         grader = SignalGrader(signal, self.judge)
         self.budget.spend(self.settings.rollouts_per_signal)
         rollouts = run_rollouts(signal, policy=self._gated(self._rollout_policy(policy)),
                                 executor_model=self.executor_model, tools=self.tools,
-                                grader=grader, settings=self.episode_settings, memory_text=memory_text,
+                                grader=grader, settings=self.episode_settings, memory_text=shown.text,
                                 n=self.settings.rollouts_per_signal, weights=self.reward_weights)
         version = self.versions.current().name
-        reported = self._reported(signal, rollouts)  # before this question's memories exist
+        reported = self._reported(rollouts, shown.successful_plans)  # before this question's memories exist
         self._check_fence()  # the store's own transactions write the memories (the window the module names)
         stored = consolidate(signal, rollouts, manager=self.manager, memories_used=used, version=version)
         outcome = SignalOutcome(signal, rollouts, used, stored, time.perf_counter() - started)
@@ -535,12 +535,11 @@ class TestTimeLearner:
                                                             temperature=self.settings.temperature))
         return self._sampler[1]
 
-    def _reported(self, signal: Signal, rollouts: list) -> int:
+    def _reported(self, rollouts: list, successful_plans: list[str]) -> int:
         """The rollout whose answer the stream reports, chosen without the ground truth (training.ttrl.selection)."""
-        successful, _ = planner_memories(self.manager, signal.question, signal.namespace, None, self.episode_settings)
         embedder = getattr(self.manager.store, "embedder", None)
         return select_reported([r.episode.answer for r in rollouts], ["\n".join(r.episode.plan_texts) for r in rollouts],
-                               how=self.settings.selection, past_plans=[m["plan"] for m in successful],
+                               how=self.settings.selection, past_plans=successful_plans,
                                embed=embedder.encode if embedder is not None else None)
 
     def _group_of(self, signal: Signal, rollouts: list) -> _Group | None:

@@ -114,10 +114,17 @@ def consolidate(signal: Signal, rollouts: list[ScoredRollout], *, manager: Manag
     return stored
 
 
-def memory_context(manager: Manager, signal: Signal, settings: EpisodeSettings) -> tuple[str, list[str]]:
+@dataclass
+class ShownMemories:
+    text: str  # what the Planner is shown
+    used: list[str]  # the memories' ids
+    successful_plans: list[str]  # the plans of the successful ones (a stream's selection compares with them)
+
+
+def memory_context(manager: Manager, signal: Signal, settings: EpisodeSettings) -> ShownMemories:
     """The Planner's memories for the signal's question, retrieved and shown as the app does: contrastive
     memories, or for a plan of sub-questions the worked examples among them."""
     successful, failed = planner_memories(manager, signal.question, signal.namespace, None, settings)
     text = (worked_examples_text(worked_examples(successful + failed)) if settings.plan_shape == "subquestions"
             else format_memories(successful, failed))
-    return text, [m["id"] for m in successful + failed]
+    return ShownMemories(text, [m["id"] for m in successful + failed], [m["plan"] for m in successful])
