@@ -56,6 +56,16 @@ def backend_spec(name: str) -> BackendSpec:
         raise UnknownBackend(f"must be one of {', '.join(BACKENDS)}, got {name!r}.") from None
 
 
+def planner_weights_source(config: Config) -> Path:
+    """Where the weights test-time learning trains, and a Planner version's adapter applies to, come
+    from before any dequantising: a folder (ttrl.base_model_dir, the embedded Planner's) or the
+    llama.cpp Planner's GGUF file."""
+    if config.ttrl.base_model_dir:
+        return resolve_path(config, config.ttrl.base_model_dir)
+    role = config.role("planner")
+    return backend_spec(role.backend).trainable_weights(config, role)
+
+
 def resolve_path(config: Config, value: str) -> Path:
     """A configured path: absolute, or relative to the folder holding the data directory."""
     path = Path(value)
@@ -128,9 +138,7 @@ def _build_embedded(config: Config, role: RoleConfig, progress: bool) -> ChatMod
 def _embedded_version(config: Config, role: RoleConfig, version: AdapterVersion) -> ChatModel:
     from backend.llm.embedded import EmbeddedChatModel
 
-    base_dir = (resolve_path(config, config.ttrl.base_model_dir) if config.ttrl.base_model_dir
-                else embedded_model_dir(config, role, progress=False))
-    return EmbeddedChatModel(base_dir, adapter_dir=version.adapter_path)
+    return EmbeddedChatModel(planner_weights_source(config), adapter_dir=version.adapter_path)
 
 
 def _embedded_identity(role: RoleConfig) -> str:

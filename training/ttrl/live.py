@@ -18,7 +18,7 @@ from backend.episode import EpisodeSettings
 from backend.feedback import open_feedback_queue
 from backend.llm.base import ChatModel
 from backend.llm.gguf_import import prepare_embedded_model
-from backend.llm.registry import backend_spec, resolve_path
+from backend.llm.registry import backend_spec, planner_weights_source
 from backend.manager import Manager
 from backend.runtime import Runtime, make_chat_model
 from backend.tools.base import offered_tools
@@ -31,15 +31,6 @@ log = logging.getLogger(__name__)
 
 def learning_root(config: Config) -> Path:
     return config.data_dir / "ttrl"
-
-
-def planner_weights_source(config: Config) -> Path:
-    """Where the weights test-time learning trains come from, before any dequantising: a folder
-    (ttrl.base_model_dir, the embedded Planner's) or the llama.cpp Planner's GGUF file."""
-    if config.ttrl.base_model_dir:
-        return resolve_path(config, config.ttrl.base_model_dir)
-    role = config.role("planner")
-    return backend_spec(role.backend).trainable_weights(config, role)
 
 
 def learner_memory_need(config: Config) -> MemoryNeed:
