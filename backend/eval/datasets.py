@@ -1,7 +1,10 @@
-"""Question streams for evaluation: HotpotQA JSONL or plain {"id", "question", "answer", "image"?} JSONL.
+"""Question streams for evaluation: HotpotQA JSONL or plain {"id", "question", "answer", "image"?,
+"hide_titles"?} JSONL.
 
 Both formats share the keys the harness needs, so one reader serves both; HotpotQA's extra keys
 (context, supporting facts) are ignored: the agent must find the evidence with its own tools.
+`hide_titles` names wiki articles the search leaves out for that question alone: evidence the
+question gives another way (a scanned page of that article in its image) is not found by search.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class EvalQuestion:
     question: str
     answer: str
     image: str | None = None  # an absolute path; relative paths in the file are resolved beside it
+    hidden_titles: tuple[str, ...] = ()  # wiki articles its search leaves out ("hide_titles")
 
 
 def _text_field(record: dict, key: str, where: str) -> str:
@@ -46,11 +50,15 @@ def _question_from_record(record: object, path: Path, line_no: int) -> EvalQuest
         if not image_path.is_file():
             raise DatasetError(f"{where}: the image {image_path} does not exist; fix the path or drop the key.")
         image = str(image_path)
+    hidden = record.get("hide_titles", [])
+    if not isinstance(hidden, list) or not all(isinstance(title, str) and title.strip() for title in hidden):
+        raise DatasetError(f"{where}: 'hide_titles' must be a list of wiki article titles (or left out).")
     return EvalQuestion(
         id=_text_field(record, "id", where),
         question=_text_field(record, "question", where),
         answer=_text_field(record, "answer", where),
         image=image,
+        hidden_titles=tuple(title.strip() for title in hidden),
     )
 
 

@@ -35,6 +35,7 @@ from backend.events import Event
 from backend.feedback import FeedbackQueue, submit_feedback
 from backend.judge import CORRECT, Judge
 from backend.tools.base import offered_tools, query_tool
+from backend.tools.search import WikiSearchTool
 from backend.replay import replay
 from backend.runlog import RunLog
 from backend.runtime import Runtime, build_runtime
@@ -121,6 +122,21 @@ def teach_after_run(agent: ResearchAgent, row: EvalRow, question: EvalQuestion, 
                                judge_method="taught: the Judge against the typed right answer")
 
 
+def agent_hiding(agent: ResearchAgent, titles: tuple[str, ...]) -> ResearchAgent:
+    """The agent for a question whose wiki articles `titles` its search leaves out (its image shows
+    them instead); the same agent when there are none."""
+    if not titles:
+        return agent
+    if not any(isinstance(tool, WikiSearchTool) for tool in agent.tools.values()):
+        raise EvalError("a question hides wiki articles (hide_titles), but no wiki search is among the tools.")
+    try:
+        tools = {name: tool.hiding(titles) if isinstance(tool, WikiSearchTool) else tool
+                 for name, tool in agent.tools.items()}
+    except ValueError as exc:
+        raise EvalError(f"hide_titles: {exc}") from None
+    return ResearchAgent(agent.config, models=agent.models, tools=tools, store=agent.store, runlog=agent.runlog)
+
+
 def seed_everything(seed: int) -> None:
     import numpy as np
     import torch
@@ -161,6 +177,8 @@ def run_stream(
     `teach`, each question is asked without its ground truth, which is then given as a person's typed
     right answer (teach_after_run); the row's verdict is the Judge's against it."""
     done = {row.id: row for row in results.read()}
+    # A title the wiki does not hold is refused before the first question, not at the fiftieth.
+    agent_hiding(agent, tuple(sorted({title for q in questions if q.id not in done for title in q.hidden_titles})))
     finished = [done[q.id] for q in questions if q.id in done]
     bar = tqdm(total=len(questions), initial=len(finished), desc=desc, unit="q", disable=not progress)
     hits = sum(row.correct for row in finished)
@@ -177,7 +195,7 @@ def run_stream(
                 method=method,
             )
             started = time.perf_counter()
-            events = list(agent.run(request))
+            events = list(agent_hiding(agent, question.hidden_titles).run(request))
             row = row_from_events(index, question, method, events, time.perf_counter() - started)
             if teach and not row.error:
                 row = teach_after_run(agent, row, question, namespace)

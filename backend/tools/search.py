@@ -10,6 +10,7 @@ and a namespace without documents the very same content as the wiki search alone
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from backend.tools.base import BaseTool, Passage, ToolCapabilities, format_results_by_query, string_list_schema
@@ -58,6 +59,13 @@ class WikiSearchTool(BaseTool):
             bound.description = DOCUMENTS_DESCRIPTION
         return bound
 
+    def hiding(self, titles: Iterable[str]) -> WikiSearchTool:
+        """This search without the wiki articles `titles`: for an evaluation's question that gives
+        their text another way (a scanned page of the article as its image)."""
+        hiding = WikiSearchTool(WikiWithout(self.index, frozenset(titles)), self.documents, namespace=self.namespace)
+        hiding.description = self.description
+        return hiding
+
     def run(self, arguments: dict) -> tuple[str, list[Passage]]:
         query_list = [query.strip() for query in arguments["query_list"]]
         results = self.index.search(query_list, k=PASSAGES_PER_QUERY)
@@ -68,6 +76,25 @@ class WikiSearchTool(BaseTool):
                        for query, wiki, documents in zip(query_list, results, found, strict=True)]
         content = format_results_by_query(query_list, results, text_limit=TEXT_LIMIT)
         return content, [passage for passages in results for passage in passages]
+
+
+class WikiWithout:
+    """A wiki index that never returns the articles `titles` (every passage of each, whatever its
+    source). A title the wiki does not hold is refused: a misspelt one would hide nothing."""
+
+    def __init__(self, index: WikiIndex | WikiWithout, titles: frozenset[str]) -> None:
+        held = {document.title for document in index.documents}
+        missing = sorted(titles - held)
+        if missing:
+            raise ValueError(f"the wiki holds no article titled {missing[0]!r}; hide only titles of its articles.")
+        self.index = index
+        self.documents = index.documents
+        self.titles = titles
+        self.hidden_passages = sum(document.title in titles for document in index.documents)
+
+    def search(self, query_list: list[str], k: int = 3) -> list[list[Passage]]:
+        results = self.index.search(query_list, k=k + self.hidden_passages)
+        return [[passage for passage in passages if passage.title not in self.titles][:k] for passages in results]
 
 
 def fuse_by_rank(query: str, wiki: list[Passage], documents: list[Passage], *, k: int) -> list[Passage]:

@@ -73,3 +73,15 @@ def test_skip_takes_the_questions_after_the_first_ones():
         load_questions(DEV, skip=300)
     with pytest.raises(DatasetError, match="--skip must be 0 or more"):
         load_questions(DEV, skip=-1)
+
+
+def test_hidden_titles_are_read_and_checked(tmp_path):
+    path = write_lines(tmp_path / "q.jsonl", [
+        json.dumps({"id": "a", "question": "Q?", "answer": "A", "hide_titles": ["Fyre Festival", " Kevin Loader "]}),
+        json.dumps({"id": "b", "question": "R?", "answer": "B"}),
+    ])
+    first, second = load_questions(path)
+    assert first.hidden_titles == ("Fyre Festival", "Kevin Loader") and second.hidden_titles == ()
+    bad = write_lines(tmp_path / "bad.jsonl", [json.dumps({"id": "a", "question": "Q?", "answer": "A", "hide_titles": "Fyre"})])
+    with pytest.raises(DatasetError, match=re.escape("line 1: 'hide_titles' must be a list of wiki article titles")):
+        load_questions(bad)

@@ -1,5 +1,7 @@
 import re
 
+import pytest
+
 from backend.tools import build_tools
 from backend.tools.base import Tool
 from backend.tools.search import TEXT_LIMIT, WikiSearchTool
@@ -59,3 +61,20 @@ def test_build_tools_offers_web_tools_only_when_enabled(wiki_index, wiki_cache_d
     assert {"search", "web_search", "visit"} <= set(online)
     assert all(name == tool.name for name, tool in online.items())
     assert online["search"].index.timing.built is False, "the session's index is reused, not rebuilt"
+
+
+def test_a_search_hiding_articles_never_returns_them_and_still_fills_each_query(wiki_index):
+    plain = WikiSearchTool(wiki_index)({"query_list": ["Fyre Festival", "Kevin Loader film producer"]})
+    hidden = WikiSearchTool(wiki_index).hiding(["Fyre Festival", "Kevin Loader"])
+    result = hidden({"query_list": ["Fyre Festival", "Kevin Loader film producer"]})
+    assert result.ok and len(result.passages) == 6
+    assert {"Fyre Festival", "Kevin Loader"} & {passage.title for passage in result.passages} == set()
+    assert [p.title for p in result.passages[:3]][:2] == [p.title for p in plain.passages[1:3]]
+    assert hidden.description == WikiSearchTool(wiki_index).description
+    bound = hidden.for_namespace("alice")
+    assert "Fyre Festival" not in {p.title for p in bound({"query_list": ["Fyre Festival"]}).passages}
+
+
+def test_hiding_a_title_the_wiki_does_not_hold_is_refused(wiki_index):
+    with pytest.raises(ValueError, match="no article titled 'Fyre Festivl'"):
+        WikiSearchTool(wiki_index).hiding(["Fyre Festivl"])
