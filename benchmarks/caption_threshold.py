@@ -19,11 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from PIL import Image, ImageDraw, ImageEnhance, ImageFont
+from PIL import Image, ImageDraw, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backend.tools.image_index import ImageIndex, demo_images_dir, list_images  # noqa: E402
+from benchmarks.synthetic_images import photo_like  # noqa: E402
 
 SEEDS = {"train": 0, "dev": 1}
 WORDS = ("HARBOUR", "TARIFF", "NOTICE", "CROWNS", "TONNE", "MARKET", "OPENING", "HOURS", "STATION", "FERRY",
@@ -36,13 +37,8 @@ def indexed_variants(rng: random.Random, folder: Path, out: Path, per_image: int
     for entry in list_images([folder]):
         original = Image.open(entry.path).convert("RGB")
         for n in range(per_image):
-            image = original.resize((int(original.width * rng.uniform(0.5, 1.5)), int(original.height * rng.uniform(0.5, 1.5))))
-            dx, dy = int(image.width * rng.uniform(0, 0.08)), int(image.height * rng.uniform(0, 0.08))
-            image = image.crop((dx, dy, image.width - dx, image.height - dy))
-            image = ImageEnhance.Brightness(image).enhance(rng.uniform(0.85, 1.15))
-            image = image.rotate(rng.uniform(-3, 3), expand=False, fillcolor=(255, 255, 255))
             path = out / f"in-{entry.path.stem}-{n}.jpg"
-            image.save(path, quality=rng.randint(40, 85))
+            photo_like(original, rng).save(path, quality=rng.randint(40, 85))
             cases.append((path, entry.title))
     return cases
 

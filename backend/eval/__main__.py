@@ -26,7 +26,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Run a stream of questions through the real agent and report accuracy, cost and time.",
     )
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--data", type=Path, help="questions: HotpotQA JSONL or {id, question, answer, image?} JSONL")
+    mode.add_argument("--data", type=Path, help="questions: HotpotQA JSONL or {id, question, answer, image?, hide_titles?} JSONL")
     mode.add_argument("--compare", type=Path, nargs="+", metavar="DIR", help="evaluation folders to compare")
     mode.add_argument("--summarize", type=Path, metavar="DIR", help="recompute the summary of an evaluation folder")
     parser.add_argument("--method", choices=METHODS, default="mia", help="the agent loop or baseline to run")
