@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from app.escaping import escape_markdown_file
 from app.image_view import NO_OCR_TEXT, OCR_LABEL, image_passage, image_seen, without_image_path
+from backend.documents.errors import DocumentError
+from backend.documents.naming import LOCATOR_SCHEME, Locator
 from backend.events import Event, RunStarted, TextDelta, ToolCalled, ToolReturned
 from backend.executor import Step
 from backend.feedback_queue import FeedbackItem
@@ -24,7 +25,6 @@ from backend.replay import RunRecord, replay
 
 REPORT_FORMAT = "mia-run"
 REPORT_VERSION = 1
-DOC_SCHEME = "doc://"
 
 def _one_line(text: object, limit: int = 0) -> str:
     flat = re.sub(r"\s+", " ", str(text if text is not None else "")).strip()
@@ -32,32 +32,14 @@ def _one_line(text: object, limit: int = 0) -> str:
 
 
 # -- where a passage comes from ------------------------------------------------------------------
-@dataclass(frozen=True)
-class DocumentPlace:
-    """A document passage's place, read from its `doc://<collection>/<file>#page=N` locator."""
-
-    collection: str
-    file: str
-    shared: bool = False
-    page: int | None = None
-    section: str | None = None
-
-
-def document_place(url: str | None) -> DocumentPlace | None:
+def document_place(url: str | None) -> Locator | None:
     """The collection, file and page (or section) of a `doc://` locator; None for anything else."""
-    if not url or not url.startswith(DOC_SCHEME):
+    if not url or not url.startswith(LOCATOR_SCHEME):
         return None
-    body, _, fragment = url[len(DOC_SCHEME):].partition("#")
-    parts = [unquote(part) for part in body.split("/") if part]
-    shared = len(parts) > 2 and parts[0] == "shared"
-    if shared:
-        parts = parts[1:]
-    if len(parts) < 2:
+    try:
+        return Locator.parse(url)
+    except DocumentError:
         return None
-    key, _, value = fragment.partition("=")
-    page = int(value) if key == "page" and value.isdigit() else None
-    section = unquote(value) if key == "section" and value else None
-    return DocumentPlace(collection=parts[0], file="/".join(parts[1:]), shared=shared, page=page, section=section)
 
 
 def source_label(passage: dict) -> str:

@@ -17,10 +17,11 @@ import gradio as gr
 from app.documents_tab import open_source
 from app.escaping import escape_markdown
 from app.render_html import KEEP_OPEN_JS, RESEARCH_CSS, TranscriptPage, transcript_of
-from app.report import DOC_SCHEME, source_label, write_report_files
+from app.report import source_label, write_report_files
 from app.session import RUNS_AT_ONCE, AppContext, ReadOnlyModeError
 from app.transcript import RunLimits, RunTranscript
 from backend.agent import RunRequest
+from backend.documents.naming import LOCATOR_SCHEME
 from backend.events import RunFinished, TextDelta
 from backend.feedback_queue import FeedbackItem
 from backend.feedback import FeedbackError, submit_feedback
@@ -288,7 +289,7 @@ def open_cited_source(ctx: AppContext, request: gr.Request | None, locator: obje
     """A doc:// passage a citation or a trace line points at, read from the caller's own namespace (or
     the shared collections), never one the page names: (the file for the caller alone or None, the
     passage as Markdown: file, page, text; or why it cannot be opened)."""
-    if not isinstance(locator, str) or not locator.startswith(DOC_SCHEME) or len(locator) > 2000:
+    if not isinstance(locator, str) or not locator.startswith(LOCATOR_SCHEME) or len(locator) > 2000:
         return None, "⚠️ That is not a document passage's locator (doc://<collection>/<file>#page=N)."
     path, text = open_source(ctx, request, locator)
     if path is None:
