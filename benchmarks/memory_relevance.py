@@ -48,7 +48,7 @@ def report_shown(eval_dir: Path) -> int:
             shown += 1
             top = max(memories, key=lambda m: m["score"])
             unrelated += not (entities(question) & entities(top["question"]))
-    print(f"| evaluation | runs | shown a memory | top memory shares no entity |\n|---|---|---|---|")
+    print("| evaluation | runs | shown a memory | top memory shares no entity |\n|---|---|---|---|")
     print(f"| {eval_dir.name} | {runs} | {shown} | {unrelated} ({unrelated / max(shown, 1):.0%}) |")
     return 0
 
