@@ -4,7 +4,6 @@ index and a real SQLite memory store."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from backend.provenance import RESEARCH, Provenance
@@ -37,6 +36,19 @@ def test_only_a_verified_success_of_the_signals_run_is_learned_from(make_learner
     assert successful_memory(learner.manager, signal("run-unverified")) is None
     assert successful_memory(learner.manager, signal("run-failed")) is None
     assert successful_memory(learner.manager, Signal(QUESTION, "ground_truth", "alice", "x", "stream:1")) is None
+
+
+def test_a_signal_naming_its_runs_memory_is_read_by_id_and_a_deleted_or_other_runs_memory_is_not(make_learner, store):
+    learner = make_learner(learner="rft")
+    good = remember(store, "run-good", verified=True)
+    other = remember(store, "run-other", verified=True, question="When was Arthur's Magazine founded?")
+    assert other.id != good.id
+    about = lambda run, memory_id: Signal(QUESTION, "ground_truth", "alice", "Arthur's Magazine",  # noqa: E731
+                                          f"feedback:{run}", memory_id=memory_id)
+    assert successful_memory(learner.manager, about("run-good", good.id)).id == good.id
+    assert successful_memory(learner.manager, about("run-good", other.id)) is None
+    store.delete(good.id, namespace="alice", actor="alice")
+    assert successful_memory(learner.manager, about("run-good", good.id)) is None
 
 
 def test_the_example_is_the_planner_turn_the_app_would_prompt_without_the_memory_itself(make_learner, store):

@@ -15,7 +15,6 @@ import torch
 
 from backend.config import LearningConfig, RoleConfig, load_config
 from backend.feedback import FeedbackItem, FeedbackQueue
-from backend.judge import CORRECT
 from backend.manager import Manager
 from training.episode import Episode
 from training.rewards import Reward
@@ -81,7 +80,8 @@ def test_feedback_becomes_the_signal_a_person_meant():
     up = signal_from_feedback(feedback(thumbs="up"))
     assert (up.kind, up.answer) == ("ground_truth", "Paris")
     down = signal_from_feedback(feedback(thumbs="down"))
-    assert (down.kind, down.answer, down.source) == ("rejected", "Paris", "feedback:r1")
+    assert (down.kind, down.answer, down.source, down.memory_id) == ("rejected", "Paris", "feedback:r1", "")
+    assert signal_from_feedback(feedback(thumbs="up", memory_id="m-7")).memory_id == "m-7"
     assert signal_from_feedback(feedback(comment="nice")) is None
     with pytest.raises(SignalError, match="needs the answer"):
         Signal("Q?", "ground_truth", answer=" ")

@@ -18,14 +18,14 @@ from backend.manager import Manager
 from backend.prompts.manager import format_memories
 from backend.prompts.planner import PLAN_PREFILL, plan_messages
 from backend.provenance import read_provenance
-from memory_db import Memory
+from memory_db import Memory, MemoryNotFoundError
 from training.episode import EpisodeSettings
 from training.grpo import UpdateStats, completion_logprobs
 from training.policy import PolicyChatModel, TurnSample
 from training.ttrl.signals import Signal
 
 FEEDBACK_PREFIX = "feedback:"
-SCAN_LIMIT = 2000  # memories of a namespace searched for a run's memory
+SCAN_LIMIT = 2000  # memories searched for the run's memory when a signal does not name it (queued before it did)
 
 
 def successful_memory(manager: Manager, signal: Signal) -> Memory | None:
@@ -33,7 +33,14 @@ def successful_memory(manager: Manager, signal: Signal) -> Memory | None:
     if not signal.source.startswith(FEEDBACK_PREFIX):
         return None
     run_id = signal.source[len(FEEDBACK_PREFIX):]
-    for memory in manager.store.list(namespace=signal.namespace, limit=SCAN_LIMIT):
+    if signal.memory_id:
+        try:
+            candidates = [manager.store.get(signal.memory_id, namespace=signal.namespace)]
+        except MemoryNotFoundError:  # deleted since the feedback
+            return None
+    else:
+        candidates = manager.store.list(namespace=signal.namespace, limit=SCAN_LIMIT)
+    for memory in candidates:
         provenance = read_provenance(memory.provenance)
         if provenance.run_id == run_id:
             return memory if memory.correct and provenance.verified and memory.plan.strip() else None

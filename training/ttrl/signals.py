@@ -24,6 +24,7 @@ SIGNAL_FIELDS = {
     "question": text_field(MAX_QUESTION_CHARS), "kind": choice_field(*KINDS),
     "namespace": text_field(200, required=False), "answer": text_field(MAX_ANSWER_CHARS, required=False),
     "source": text_field(200, required=False), "at": time_field(required=False),
+    "memory_id": text_field(200, required=False),
 }
 
 
@@ -39,12 +40,13 @@ class Signal:
     answer: str = ""  # ground_truth: the right answer; rejected: the answer marked wrong
     source: str = ""  # "feedback:<run id>", "stream:<id>", "unsupervised:<run id>"
     at: float = field(default_factory=time.time)
+    memory_id: str = ""  # the memory the run stored, when the signal is about a run that stored one
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise SignalError(f"signal kind must be one of {', '.join(KINDS)}, got {self.kind!r}.")
-        if not all(isinstance(text, str) for text in (self.question, self.namespace, self.answer, self.source)):
-            raise SignalError("a signal's question, namespace, answer and source are text.")
+        if not all(isinstance(text, str) for text in (self.question, self.namespace, self.answer, self.source, self.memory_id)):
+            raise SignalError("a signal's question, namespace, answer, source and memory id are text.")
         if not self.question.strip():
             raise SignalError("a signal needs the question.")
         if self.kind != "unsupervised" and not self.answer.strip():
@@ -56,13 +58,13 @@ class Signal:
 
 def signal_from_feedback(item) -> Signal | None:
     """A feedback-queue item as a signal: a typed right answer wins, then thumbs; comments alone teach nothing."""
-    source = f"feedback:{item.run_id}"
+    about = dict(namespace=item.namespace, source=f"feedback:{item.run_id}", at=item.at, memory_id=item.memory_id or "")
     if item.right_answer:
-        return Signal(item.question, "ground_truth", item.namespace, item.right_answer, source, item.at)
+        return Signal(item.question, "ground_truth", answer=item.right_answer, **about)
     if item.thumbs == "up" and item.answer.strip():
-        return Signal(item.question, "ground_truth", item.namespace, item.answer, source, item.at)
+        return Signal(item.question, "ground_truth", answer=item.answer, **about)
     if item.thumbs == "down" and item.answer.strip():
-        return Signal(item.question, "rejected", item.namespace, item.answer, source, item.at)
+        return Signal(item.question, "rejected", answer=item.answer, **about)
     return None
 
 
