@@ -16,7 +16,6 @@ feedback) or a thumbs-up, in which case its own answer is the label (test-time l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path

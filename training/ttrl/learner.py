@@ -435,7 +435,7 @@ class TestTimeLearner:
                 return "budget"
             signal = self.pending[0]
         try:
-            outcome = self.process(signal)
+            self.process(signal)
         except LeaseLost:
             raise
         except NotEnoughMemory as exc:  # the machine, not the signal: it waits, and learning tries again
