@@ -29,6 +29,7 @@ VERSION_COLUMNS = ["version", "status", "parent", "created", "train reward", "ca
 SIGNAL_COLUMNS = ["when", "namespace", "kind", "question", "Planner", "rewards", "correct", "memories stored",
                   "seconds", "error"]
 RECENT_SIGNALS = 50
+RECENT_UPDATES = 10  # Planner updates the speed line takes its median over
 
 SWITCH_ON = ("To switch it on, set `enabled = true` under `[ttrl]` in mia.toml (or start the app with "
              "`MIA_TTRL_ENABLED=true`) and restart the app.")
@@ -96,6 +97,30 @@ def _memory_line(ctx: AppContext) -> str:
 
 
 # -- what the view shows ---------------------------------------------------------------------------
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _speed_line(ctx: AppContext, versions) -> str:
+    """What learning costs on this machine: seconds per question learned from, per update and canary."""
+    signals = [float(r["seconds"]) for r in ctx.learner.read_log("signals.jsonl")[-RECENT_SIGNALS:]
+               if "error" not in r and isinstance(r.get("seconds"), (int, float))]
+    updates = [v for v in versions if v.update_seconds][-RECENT_UPDATES:]
+    if not signals and not updates:
+        return "- Speed: nothing learned from yet"
+    parts = []
+    if signals:
+        parts.append(f"{_median(signals):.0f} s per question learned from (median of the last {len(signals)})")
+    if updates:
+        canaries = [v.canary_seconds for v in updates if v.canary_seconds]
+        canary = f" and its canary {_median(canaries):.0f} s" if canaries else ""
+        parts.append(f"{_median([v.update_seconds for v in updates]):.0f} s per Planner update{canary} "
+                     f"(median of the last {len(updates)} update{'s' if len(updates) != 1 else ''})")
+    return "- Speed: " + "; ".join(parts)
+
+
 def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
     planner = ctx.runtime.agent.models.get("planner")
     answering = f"\n\nThe Planner answering now: `{escape_markdown(planner.name)}`." if planner is not None else ""
@@ -143,6 +168,7 @@ def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
         f"is promoted only if its canary reward is at least the current one's"
         + (f" minus {settings.canary_tolerance:g}" if settings.canary_tolerance else ""),
         f"- Unsupervised learning from questions without feedback: {'on' if settings.unsupervised else 'off'}",
+        _speed_line(ctx, s.versions),
         _memory_line(ctx),
         f"- Last error: {escape_markdown(s.last_error) if s.last_error else 'none'}",
     ]

@@ -3,6 +3,8 @@ feedback queue, memory store, Planner versions on disk, and the app's Planner sw
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -101,6 +103,7 @@ def test_status_versions_signals_and_admin_only_controls(learning_runtime, learn
     before = view(ctx, "alice")
     assert "not running" in before.status  # the worker thread was not started in this test
     assert "Batch: **0/2**" in before.status and before.versions[0][0] == "v0000 ◀ current"
+    assert "- Speed: nothing learned from yet" in before.status
 
     for _ in range(2):  # both signals scored, then one GRPO update and the canary
         assert learner.work_once() == "processed"
@@ -110,6 +113,8 @@ def test_status_versions_signals_and_admin_only_controls(learning_runtime, learn
     assert newest[1] == "promoted" and newest[2] == "v0000" and newest[8] == 2 and newest[9] == 4
     assert " vs " in newest[5] and "canary" in newest[10]
     assert "`v0001`" in admin.status and "Pending signals: **0**" in admin.status
+    assert re.search(r"- Speed: \d+ s per question learned from \(median of the last 2\); \d+ s per Planner update "
+                     r"and its canary \d+ s \(median of the last 1 update\)", admin.status)
     # A version records the prompts it was trained with; after a prompt change the view warns.
     from backend.code_identity import prompts_digest
 
