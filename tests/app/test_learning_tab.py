@@ -4,7 +4,6 @@ feedback queue, memory store, Planner versions on disk, and the app's Planner sw
 from __future__ import annotations
 
 import re
-
 from dataclasses import replace
 from types import SimpleNamespace
 
