@@ -229,6 +229,8 @@ class TranscriptPage(RunTranscript):
                 body += f'<p class="recovery">⚠️ Recovery: {escape_html(item.recovered)}</p>'
             if item.planner_model:
                 body += f'<p class="muted">written by {escape_html(item.planner_model)}</p>'
+            if item.chosen:
+                body += f'<p class="muted">chosen: {escape_html(item.chosen)}</p>'
             return self._details("plan", self._key("plan", item.revision),
                                  f"{title} · {len(item.steps)} step{'s' if len(item.steps) != 1 else ''}{first}{more}", body)
         if kind == "answer":

@@ -53,6 +53,8 @@ def _event_lines(event: Event) -> str:
         lines = [f"{title}:"] + [f"  {i}. {s}" for i, s in enumerate(event.steps, 1)]
         if event.recovered:
             lines.append(f"  (recovery: {event.recovered})")
+        if event.chosen:
+            lines.append(f"  (chosen: {event.chosen})")
         return "\n".join(lines)
     if isinstance(event, ExecutorThought):
         return f"[turn {event.turn}] think: {event.text}"

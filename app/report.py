@@ -258,6 +258,8 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         lines += [f"{i}. {escape_markdown_file(step)}" for i, step in enumerate(plan.steps, 1)] or ["(no steps)"]
         if plan.recovered:
             lines.append(f"\n_Recovery: {escape_markdown_file(plan.recovered)}_")
+        if plan.chosen:
+            lines.append(f"\n_Chosen: {escape_markdown_file(plan.chosen)}_")
         lines.append("")
 
     steps = list(record.steps) + unrecorded_steps(events, record)

@@ -78,6 +78,7 @@ class AgentConfig:
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
     plan_shape: str = "steps"  # "steps": a numbered plan of actions; "subquestions": hop by hop (backend.hops)
+    plan_candidates: int = 1  # plans written per question; >1: the one most like past successful plans is followed
     caption_min_similarity: float = 0.92  # the image index's nearest match is a caption only this similar (0-1)
     taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)
     unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
@@ -100,7 +101,7 @@ class AgentConfig:
             return self.max_llm_calls
         # Room for two rounds of turns (a guided turn makes up to 3 calls), reflection, verdict, summary.
         per_turn = 3 if self.guided_for(executor) else 1
-        return max(30, 2 * per_turn * self.turns_for(executor) + 12)
+        return max(30, 2 * per_turn * self.turns_for(executor) + 12) + self.plan_candidates - 1
 
 
 @dataclass(frozen=True)
@@ -407,6 +408,7 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
         (a.max_tokens >= 0, f"{key_prefix}.max_tokens", "must be 0 (no limit) or a positive number of tokens"),
         (a.guided_actions in ("auto", "on", "off"), f"{key_prefix}.guided_actions", 'must be "auto", "on" or "off"'),
         (a.plan_shape in ("steps", "subquestions"), f"{key_prefix}.plan_shape", 'must be "steps" or "subquestions"'),
+        (1 <= a.plan_candidates <= 8, f"{key_prefix}.plan_candidates", "must be from 1 (one plan, no choice) to 8"),
         (
             a.sparse_memory_planner in ("manager", "planner"),
             f"{key_prefix}.sparse_memory_planner",

@@ -38,7 +38,8 @@ from backend.llm.base import ChatModel
 from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
-from backend.planner import Planner
+from backend.plan_selection import PLAN_SAMPLE_TEMPERATURE, most_like_past, numbered
+from backend.planner import Blueprint, Planner
 from backend.provenance import RESEARCH, Provenance
 from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
@@ -72,6 +73,7 @@ class EpisodeSettings:
     min_memory_similarity: float = 0.35
     strategies_by_type: bool = False
     plan_shape: str = "steps"  # "steps" | "subquestions" (backend.hops)
+    plan_candidates: int = 1  # plans written per question, the one most like past successful plans followed
     taught_min_similarity: float = 0.85
     caption_min_similarity: float = 0.92
     unverified_memory_weight: float = 0.0
@@ -103,6 +105,7 @@ class EpisodeSettings:
             min_memory_similarity=agent.min_memory_similarity,
             strategies_by_type=agent.strategies_by_type,
             plan_shape=agent.plan_shape,
+            plan_candidates=agent.plan_candidates,
             taught_min_similarity=agent.taught_min_similarity,
             caption_min_similarity=agent.caption_min_similarity,
             unverified_memory_weight=agent.unverified_memory_weight,
@@ -228,6 +231,20 @@ class EpisodeLoop:
         s = self.settings
         return planner_memories(manager, episode.question, episode.namespace, caption, s)
 
+    def _chosen_blueprint(self, write: Callable[[float], Blueprint], successful: list[dict]) -> tuple[Blueprint, str | None]:
+        """The plan to follow: the one written greedily; with agent.plan_candidates > 1 and past
+        successful plans to compare with, the one of that many (the rest sampled) most like them, and
+        a line saying so."""
+        first = write(0.0)
+        count = self.settings.plan_candidates
+        past = [memory.get("plan") or "" for memory in successful]
+        if count <= 1 or self.store is None or not any(plan.strip() for plan in past):
+            return first, None
+        candidates = [first] + [write(PLAN_SAMPLE_TEMPERATURE) for _ in range(count - 1)]
+        index, similarity = most_like_past([numbered(b.steps) for b in candidates], past, self.store.embedder.encode)
+        return candidates[index], (f"plan {index + 1} of {count} written: the most like past successful plans "
+                                   f"(similarity {similarity:.2f})")
+
     def _first_planner(self, planner: Planner, successful: list[dict], failed: list[dict]) -> Planner:
         """As in the reference: until memory can show k of each, the Manager's model plans."""
         k = self.settings.memory_k
@@ -304,9 +321,12 @@ class EpisodeLoop:
         elif method.plans:
             first_planner = self._first_planner(planner, successful, failed)
             memories_text = episode.memory_text if episode.memory_text is not None else method.planner_text(successful, failed)
-            blueprint = first_planner.plan(question, memories_text, tool_names_line(run_tools.values()), caption)
+            tools_text = tool_names_line(run_tools.values())
+            blueprint, chosen = self._chosen_blueprint(
+                lambda temperature: first_planner.plan(question, memories_text, tools_text, caption, temperature),
+                successful)
             plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
-                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
+                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}", chosen=chosen)
             outcome.plans.append(plan)
             yield plan
             steps_done = list(blueprint.steps)
@@ -351,9 +371,10 @@ class EpisodeLoop:
             first_planner = self._first_planner(planner, successful, failed)
             worked = (episode.memory_text if episode.memory_text is not None
                       else worked_examples_text(worked_examples(successful + failed)))
-            blueprint = first_planner.decompose(question, worked, caption)
+            blueprint, chosen = self._chosen_blueprint(
+                lambda temperature: first_planner.decompose(question, worked, caption, temperature), successful)
             plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
-                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
+                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}", chosen=chosen)
             outcome.plans.append(plan)
             yield plan
             subquestions = blueprint.steps

@@ -58,6 +58,7 @@ class PlanReady(Event):
     revision: int = 0  # 0 = the first blueprint, 1.. = supplementary plans after reflection
     recovered: str | None = None  # set when the model's text gave no steps and a recovery was used
     planner_model: str = ""  # which model wrote it (the Manager's while memory is sparse)
+    chosen: str | None = None  # how it was chosen among several written (agent.plan_candidates); None: the only one
 
 
 @dataclass

@@ -98,9 +98,11 @@ class Planner:
         self.model = model
         self.max_new_tokens = max_new_tokens
 
-    def plan(self, question: str, memories_text: str, tools_text: str, caption: str | None = None) -> Blueprint:
+    def plan(self, question: str, memories_text: str, tools_text: str, caption: str | None = None,
+             temperature: float = 0.0) -> Blueprint:
         messages = prompts.plan_messages(question, memories_text, tools_text, caption)
-        completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=PLAN_PREFILL)
+        completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=PLAN_PREFILL,
+                                         temperature=temperature)
         text = PLAN_PREFILL + completion.text
         return self._blueprint(text, completion, parse_steps(text),
                                fallback=prompts.FALLBACK_PLAN_STEP.format(question=question), question=question)
@@ -121,12 +123,13 @@ class Planner:
             notes.append("no action step was left; using a single search step")
         return Blueprint(text=text.strip(), steps=kept, completion=completion, recovered="; ".join(notes) or None)
 
-    def decompose(self, question: str, worked_text: str = "", caption: str | None = None) -> Blueprint:
+    def decompose(self, question: str, worked_text: str = "", caption: str | None = None,
+                  temperature: float = 0.0) -> Blueprint:
         """A plan of sub-questions (backend.hops) after `worked_text`'s examples from memory; the question
         itself as the one sub-question when the model's text gives none."""
         messages = prompts.decompose_messages(question, worked_text, caption)
         completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=prompts.DECOMPOSE_PREFILL,
-                                         stop=("\n\n", "Question:"))
+                                         stop=("\n\n", "Question:"), temperature=temperature)
         text = prompts.DECOMPOSE_PREFILL + completion.text
         subquestions, recovered = sensible(parse_subquestions(text), question)
         if not subquestions:

@@ -91,6 +91,8 @@ def test_overrides_are_validated():
     assert with_overrides(config, max_turns=2).agent.max_turns == 2
     with pytest.raises(ConfigError, match="agent.memory_k"):
         with_overrides(config, memory_k=0)
+    with pytest.raises(ConfigError, match=r"agent.plan_candidates: must be from 1 \(one plan, no choice\) to 8"):
+        with_overrides(config, plan_candidates=9)
 
 
 def test_rewards_and_memory_weights_default_to_the_papers():

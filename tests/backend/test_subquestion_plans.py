@@ -117,3 +117,28 @@ def test_copied_examples_and_a_restated_question_are_left_out_of_a_decomposition
     kept, note = sensible(["In what year did the man who shot Chris Stockley of The Dingoes die?", "Who is #1?"], question)
     assert kept == [question] and "one hop" in note
     assert sensible(["Who wrote Dracula?", "In which city was #1 born?"], question)[0] == []
+
+
+def test_of_several_decompositions_written_the_one_most_like_a_past_success_is_followed(tmp_path, shared_tools, embedder,
+                                                                                       scripted_model_class):
+    from backend.provenance import RESEARCH, Provenance
+    from memory_db import NewMemory
+
+    config = scripted_config(tmp_path, plan_shape="subquestions", min_memory_similarity=-1.0, plan_candidates=2)
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    provenance = Provenance(origin=RESEARCH, run_id="earlier", answer="Great Exuma", first_answer="Great Exuma",
+                            verified=True, verdict_source="ground_truth", ground_truth="Great Exuma", memories_used=[],
+                            trajectory="t")
+    store.add(NewMemory(question=FESTIVAL, summary="Found the festival, then where it was to be held.", correct=True,
+                        plan="1. Which music festival was Billy McFarland charged for?\n2. Where was #1 to take place?",
+                        namespace="alice", provenance=provenance.to_dict()))
+    models = dict(planner=scripted_model_class("planner", ["1. Who is Billy McFarland?\n2. What is wire fraud?",
+                                                           DECOMPOSITION]),
+                  executor=scripted_model_class("executor", ["Fyre Festival", "Great Exuma"]),
+                  judge=scripted_model_class("judge"), manager=scripted_model_class("manager"))
+    agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+    events = list(agent.run(RunRequest(FESTIVAL, namespace="alice", ground_truth="Great Exuma")))
+    plan = next(e for e in events if isinstance(e, PlanReady))
+    assert plan.steps == parse_subquestions(DECOMPOSITION) and plan.chosen.startswith("plan 2 of 2 written")
+    assert [e.answer for e in events if isinstance(e, HopAnswered)] == ["Fyre Festival", "Great Exuma"]
+    store.close()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from backend.answer_match import normalize_answer
-
+from backend.plan_selection import most_like_past
 
 
 def by_majority(answers: Sequence[str]) -> int:
@@ -29,14 +29,9 @@ def by_majority(answers: Sequence[str]) -> int:
 def by_memory(answers: Sequence[str], plans: Sequence[str], past_plans: Sequence[str],
               embed: Callable[[list[str]], np.ndarray]) -> int:
     """The answered rollout whose plan is nearest to any past successful plan; the majority without any."""
-    past = [plan for plan in past_plans if plan.strip()]
     answered = [i for i, answer in enumerate(answers) if normalize_answer(answer)]
-    if not past or not answered:
-        return by_majority(answers)
-    vectors = embed([plans[i] for i in answered] + past)
-    ours, theirs = vectors[: len(answered)], vectors[len(answered):]
-    similarity = (ours @ theirs.T).max(axis=1)
-    return answered[int(np.argmax(similarity))]
+    nearest = most_like_past([plans[i] for i in answered], past_plans, embed)
+    return by_majority(answers) if nearest is None else answered[nearest[0]]
 
 
 def select_reported(answers: Sequence[str], plans: Sequence[str], *, how: str, past_plans: Sequence[str] = (),
