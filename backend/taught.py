@@ -21,7 +21,6 @@ import re
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
-from backend.answer_match import normalize_answer
 from backend.events import ToolCalled, ToolReturned
 from backend.evidence import closed_options, stating_sentence
 from backend.executor import named_phrases
