@@ -14,16 +14,23 @@ from typing import Any, ClassVar
 @dataclass
 class Event:
     kind: ClassVar[str] = "event"
+    # Fields added after logs were first written, left out while None: such an event is logged as before them.
+    later_fields: ClassVar[tuple[str, ...]] = ()
     run_id: str
     at: float = field(default_factory=time.time, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **asdict(self)}
+        data = {"kind": self.kind, **asdict(self)}
+        for name in self.later_fields:
+            if data[name] is None:
+                del data[name]
+        return data
 
 
 @dataclass
 class RunStarted(Event):
     kind: ClassVar[str] = "run_started"
+    later_fields: ClassVar[tuple[str, ...]] = ("image_text",)
     question: str
     namespace: str
     image: str | None = None
@@ -31,12 +38,6 @@ class RunStarted(Event):
     caption_source: str | None = None  # "user" | "image-search" | "vision-model" | None, "+ocr" when OCR read text
     ground_truth: str | None = None
     image_text: str | None = None  # the text OCR read in the image (neutralised, capped); None: none read, or an older log
-
-    def to_dict(self) -> dict[str, Any]:
-        data = super().to_dict()
-        if data["image_text"] is None:  # a run with no text read in an image is logged as before the field was
-            del data["image_text"]
-        return data
 
 
 @dataclass
@@ -53,6 +54,7 @@ class MemoriesRetrieved(Event):
 @dataclass
 class PlanReady(Event):
     kind: ClassVar[str] = "plan"
+    later_fields: ClassVar[tuple[str, ...]] = ("chosen",)
     text: str
     steps: list[str]
     revision: int = 0  # 0 = the first blueprint, 1.. = supplementary plans after reflection

@@ -42,3 +42,12 @@ def test_a_question_refused_before_its_run_started_is_no_past_run(tmp_path):
     assert {(s.run_id, s.question, s.verdict) for s in log.list_runs("alice")} == {
         ("run1", "Q?", "failed"), ("run2", "Q2?", "stopped")}
     assert len(log.list_runs("alice", limit=1)) == 1
+
+
+def test_a_field_added_later_is_logged_only_when_set_so_older_logs_and_new_ones_read_alike():
+    from backend.events import PlanReady, event_from_dict
+
+    plain = PlanReady("r", text="1. Search", steps=["Search"], at=1.0)
+    assert "chosen" not in plain.to_dict() and event_from_dict(plain.to_dict()) == plain
+    chosen = PlanReady("r", text="1. Search", steps=["Search"], chosen="plan 2 of 3 written", at=1.0)
+    assert event_from_dict(chosen.to_dict()).chosen == "plan 2 of 3 written"
