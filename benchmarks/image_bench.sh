@@ -18,9 +18,8 @@ METHOD="${METHOD:-mia}"
 OUT="${1:-.mia/image-bench}/$SPLIT-$N"
 mkdir -p "$OUT"
 export OMP_WAIT_POLICY=PASSIVE
-( while true; do echo "$(date -u +%FT%TZ) $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.log"; sleep 60; done ) &
-SAMPLER=$!
-trap 'kill $SAMPLER 2>/dev/null' EXIT
+source benchmarks/common.sh
+sample_load "$OUT/load.log"
 
 note() { echo "$(date -u +%FT%TZ) $*" >> "$OUT/progress.log"; }
 

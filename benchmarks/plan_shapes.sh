@@ -22,9 +22,8 @@ OUT="${1:-.mia/plan-shapes}/$SPLIT-$SEARCH"
 DATA="data/hotpotqa/$SPLIT.jsonl"
 mkdir -p "$OUT"
 export OMP_WAIT_POLICY=PASSIVE
-( while true; do echo "$(date -u +%FT%TZ) $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.log"; sleep 60; done ) &
-SAMPLER=$!
-trap 'kill $SAMPLER 2>/dev/null' EXIT
+source benchmarks/common.sh
+sample_load "$OUT/load.log"
 
 evaluate() {  # evaluate NAME SHAPE METHOD N
   local name=$1 shape=$2 method=$3 n=$4
