@@ -101,6 +101,10 @@ def test_the_learner_samples_on_llamacpp_trains_the_copy_and_samples_the_new_ver
         group.rewards = [0.75, 0.05]  # a spread, so the update moves the trained copy
         version = learner.update()
         assert version.number == 1 and version.status == "promoted" and version.note.startswith("GRPO on ")
+        # Both canaries ran on llama.cpp: the current Planner's, then the staged adapter's, converted beside it.
+        assert sampled_with == ["v0000", "v0000", "staged"] and version.canary_on == "llamacpp"
+        assert learner.versions.get(0).canary_on == "llamacpp"
+        assert (version.adapter_path.parent / "adapter.gguf").is_file()  # moved with its version
         assert learner._rollout_policy(learner.policy()).name.endswith("+v0001") and sampled_with[-1] == "v0001"
     finally:
         store.close()

@@ -137,7 +137,9 @@ def test_budget_is_a_sliding_hour():
 
 def _staged_adapter(store: VersionStore, text: str) -> Path:
     staged = store.staging_dir()
-    (staged / "adapter_config.json").write_text(text)
+    (staged / "adapter").mkdir()
+    (staged / "adapter" / "adapter_config.json").write_text(text)
+    (staged / "adapter.gguf").write_text(f"{text} for llama.cpp")  # a conversion made for the canary moves along
     return staged
 
 
@@ -147,6 +149,7 @@ def test_versions_pointer_and_rules(tmp_path):
     first = store.add(_staged_adapter(store, "first"), Version(0, canary_reward=0.2), make_current=True)
     assert first.number == 1 and store.current().number == 1
     assert (Path(first.adapter_dir) / "adapter_config.json").read_text() == "first"
+    assert (Path(first.adapter_dir).parent / "adapter.gguf").read_text() == "first for llama.cpp"
     (tmp_path / "versions" / "v0002" / "adapter").mkdir(parents=True)  # left by a crash: skipped
     rejected = store.add(_staged_adapter(store, "worse"), Version(0, status=REJECTED), make_current=False)
     assert rejected.number == 3 and store.current().number == 1

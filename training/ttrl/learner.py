@@ -62,7 +62,7 @@ from training.ttrl.rft import FEEDBACK_PREFIX, plan_sample, rft_update, successf
 from training.ttrl.selection import select_reported
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
-from training.ttrl.versions import PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
+from training.ttrl.versions import ADAPTER, PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
 
 log = logging.getLogger(__name__)
 
@@ -580,9 +580,16 @@ class TestTimeLearner:
         })
         return SignalOutcome(signal, [], [], [], time.perf_counter() - started)
 
-    def _canary(self, model: ChatModel) -> CanaryResult:
-        return evaluate_canary(self.canary, planner_model=self._gated(model), executor_model=self.executor_model, tools=self.tools,
-                               settings=self.episode_settings, weights=self.reward_weights)
+    @property
+    def canary_on(self) -> str:
+        return "llamacpp" if self.fast_sampler is not None else "transformers"
+
+    def _canary(self, policy: PolicyChatModel, version: Version) -> CanaryResult:
+        """The canary of `version`: on llama.cpp with its adapter when rollouts sample there (greedy, as
+        the app answers), else on the trained copy, which holds that version's weights now."""
+        planner = self.fast_sampler(version) if self.fast_sampler is not None else policy
+        return evaluate_canary(self.canary, planner_model=self._gated(planner), executor_model=self.executor_model,
+                               tools=self.tools, settings=self.episode_settings, weights=self.reward_weights)
 
     def update(self) -> Version | None:
         """One GRPO update on the batch, then the canary decides: promote, or reject and restore.
@@ -601,11 +608,10 @@ class TestTimeLearner:
                 self._save_batch()
             return None
         parent = self.versions.current()
-        if parent.canary_reward is None:
+        if parent.canary_reward is None or (parent.canary_on or "transformers") != self.canary_on:
             self.activity = f"canary: measuring the current Planner ({parent.name})"
-            result = self._canary(policy)
-            parent.canary_reward = result.reward
-            parent.canary_seconds = result.seconds
+            result = self._canary(policy, parent)
+            parent.canary_reward, parent.canary_seconds, parent.canary_on = result.reward, result.seconds, self.canary_on
             self.versions.record(parent)
         self.activity = f"updating the Planner on {len(self.batch)} questions"
         started = time.perf_counter()
@@ -620,9 +626,9 @@ class TestTimeLearner:
         update_seconds = time.perf_counter() - started
         staged = self.versions.staging_dir()
         try:
-            policy.save_adapter(staged)
+            policy.save_adapter(staged / ADAPTER)
             self.activity = "canary: checking the updated Planner"
-            result = self._canary(policy)
+            result = self._canary(policy, self.versions.staged_version(staged))
             tolerance = self.settings.canary_tolerance
             passed = result.reward >= parent.canary_reward - tolerance
             rolled_back = self.versions.current().number != parent.number  # a rollback happened meanwhile
@@ -632,7 +638,7 @@ class TestTimeLearner:
                 train_reward=sum(rewards) / len(rewards), canary_reward=result.reward,
                 parent_canary_reward=parent.canary_reward, update_seconds=update_seconds,
                 canary_seconds=result.seconds, signals=len(self.batch), rollouts=len(rewards),
-                prompts=prompts_digest(),
+                prompts=prompts_digest(), canary_on=self.canary_on,
                 note=(f"{'RFT' if rft else 'GRPO'} on {stats.tokens} tokens, loss {stats.loss:.4f}; canary {result.correct}/"
                       f"{result.questions} correct, reward {result.reward:.3f} vs {parent.canary_reward:.3f}"
                       + ("; discarded: the Planner was rolled back during the update" if rolled_back else "")),

@@ -29,6 +29,10 @@ Hold = Callable[[], AbstractContextManager]
 PROMOTED, REJECTED = "promoted", "rejected"
 
 
+ADAPTER = "adapter"  # a version folder's LoRA adapter (peft); its llama.cpp conversion lies beside it
+STAGED = -1  # the number of an adapter not yet a version (staged_version)
+
+
 class VersionError(ValueError):
     """A version operation is not possible; the message says what to do."""
 
@@ -49,10 +53,11 @@ class Version:
     note: str = ""
     adapter_dir: str = ""  # "" for the base model
     prompts: str = ""  # backend.code_identity.prompts_digest() of the prompts it was trained with ("" before recorded)
+    canary_on: str = ""  # what answered its canary: "llamacpp" or "transformers" ("" before recorded: transformers)
 
     @property
     def name(self) -> str:
-        return f"v{self.number:04d}"
+        return "staged" if self.number == STAGED else f"v{self.number:04d}"
 
     @property
     def adapter_path(self) -> Path | None:
@@ -112,26 +117,31 @@ class VersionStore:
         return self.get(int(json.loads(pointer.read_text(encoding="utf-8"))["version"]))
 
     def staging_dir(self) -> Path:
-        """An empty folder of this caller's own to save a new adapter in before it becomes a version."""
+        """An empty folder of this caller's own, laid out as a version's: the new adapter is saved in its
+        `adapter/` (staged_version), and the whole folder becomes the version (add)."""
         folder = self.root / "staging" / uuid.uuid4().hex
         folder.mkdir(parents=True)
         return folder
+
+    @staticmethod
+    def staged_version(staged: Path) -> Version:
+        """The adapter saved in a staging folder, as a version the canary can load before it is one."""
+        return Version(STAGED, adapter_dir=str(staged / ADAPTER))
 
     def _next_number(self) -> int:
         # folders count too: an update that crashed before writing meta.json leaves one behind
         folders = [int(p.name[1:]) for p in self.versions_dir.glob("v[0-9]*") if p.name[1:].isdigit()]
         return max([v.number for v in self.all()] + folders) + 1
 
-    def add(self, staged_adapter: Path, version: Version, *, make_current: bool) -> Version:
-        """The adapter saved in `staged_adapter` becomes the next version: `version` with its number
-        and adapter folder given here, recorded, and made current when `make_current` (a promotion),
-        all inside one hold."""
+    def add(self, staged: Path, version: Version, *, make_current: bool) -> Version:
+        """The staging folder (staging_dir, its adapter in `adapter/`) becomes the next version's folder:
+        `version` with its number and adapter folder given here, recorded, and made current when
+        `make_current` (a promotion), all inside one hold."""
         with self._hold(), self._lock:
             number = self._next_number()
             folder = self.versions_dir / f"v{number:04d}"
-            folder.mkdir()
-            os.replace(staged_adapter, folder / "adapter")
-            version = replace(version, number=number, adapter_dir=str(folder / "adapter"))
+            os.replace(staged, folder)
+            version = replace(version, number=number, adapter_dir=str(folder / ADAPTER))
             write_json_atomically(folder / "meta.json", asdict(version))
             if make_current:
                 self._write_pointer(number)
