@@ -7,15 +7,23 @@
 # Paired rows: `none` and one-rollout `mia` from the evaluation harness on the same questions.
 # Every stage resumes: run the script again and reported questions are skipped. One job at a time.
 # Usage: bash benchmarks/ttrl_stream.sh [OUT]   (default .mia/ttrl-stream, not kept in git)
-# Environment: N (150), K (4), B (4), SELECTION (memory | majority), DATA (data/hotpotqa/dev.jsonl).
+# Environment: N (150), K (4), B (4), SELECTION (memory | majority), DATA (data/hotpotqa/dev.jsonl),
+#   SAMPLER (transformers | llamacpp: where rollouts are sampled, ttrl.sampler), VARIANTS (the streams,
+#   default "none grpo rft"), EVALS (the paired evaluations, default "none mia"). Seconds per signal and
+#   per update, and the machine's load (load.log), land in the table; e.g. the sampler's speed alone:
+#   SAMPLER=llamacpp N=8 DATA=data/hotpotqa/train.jsonl VARIANTS=grpo EVALS= bash benchmarks/ttrl_stream.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-150}"; K="${K:-4}"; B="${B:-4}"; SELECTION="${SELECTION:-memory}"
 DATA="${DATA:-data/hotpotqa/dev.jsonl}"
-OUT="${1:-.mia/ttrl-stream}/$(basename "$DATA" .jsonl)-$N"
+SAMPLER="${SAMPLER:-transformers}"
+VARIANTS="${VARIANTS-none grpo rft}"; EVALS="${EVALS-none mia}"
+OUT="${1:-.mia/ttrl-stream}/$(basename "$DATA" .jsonl)-$N-$SAMPLER"
 APP_DATA="$(.venv/bin/python -c 'from backend.config import load_config; print(load_config().data_dir)')"
 mkdir -p "$OUT"
 export OMP_WAIT_POLICY=PASSIVE
+source benchmarks/common.sh
+sample_load "$OUT/load.log"
 
 stream() {  # stream VARIANT: its own memory and learning folder; the app's models and index are shared
   local folder="$OUT/k$K-$1"
@@ -23,8 +31,9 @@ stream() {  # stream VARIANT: its own memory and learning folder; the app's mode
   ln -sfn "$APP_DATA/models" "$folder/models"
   ln -sfn "$APP_DATA/index" "$folder/index"
   echo "$(date -u +%FT%TZ) k$K-$1" >> "$OUT/progress.log"
-  MIA_TTRL_LEARNER="$1" MIA_TTRL_SELECTION="$SELECTION" MIA_TTRL_ROLLOUTS_PER_SIGNAL="$K" \
+  MIA_TTRL_LEARNER="$1" MIA_TTRL_SELECTION="$SELECTION" MIA_TTRL_ROLLOUTS_PER_SIGNAL="$K" MIA_TTRL_SAMPLER="$SAMPLER" \
   MIA_TTRL_SIGNALS_PER_UPDATE="$B" MIA_TTRL_ROLLOUTS_PER_HOUR=1000000 \
+    /usr/bin/time -a -o "$folder/peak_rss_kb.txt" -f "%M" \
     .venv/bin/python -m training ttrl --data "$DATA" --limit "$N" --namespace stream --data-dir "$folder" \
       >> "$folder.log" 2>&1 || { echo "$(date -u +%FT%TZ) k$K-$1 failed, see $folder.log" >> "$OUT/progress.log"; exit 1; }
 }
@@ -36,11 +45,12 @@ evaluate() {  # evaluate METHOD
     || { echo "$(date -u +%FT%TZ) $1 failed, see $OUT/$1.log" >> "$OUT/progress.log"; exit 1; }
 }
 
-stream none
-stream grpo
-stream rft
-evaluate none
-evaluate mia
-.venv/bin/python -m training.ttrl.stream_table "$OUT/none" "$OUT/mia" "$OUT/k$K-none" "$OUT/k$K-grpo" "$OUT/k$K-rft" \
-  --reference "k$K-none" --out "$OUT/table"
+for variant in $VARIANTS; do stream "$variant"; done
+for method in $EVALS; do evaluate "$method"; done
+folders=()
+for name in $EVALS; do folders+=("$OUT/$name"); done
+for variant in $VARIANTS; do folders+=("$OUT/k$K-$variant"); done
+reference="k$K-none"
+case " $VARIANTS " in *" none "*) ;; *) reference="$(basename "${folders[0]}")" ;; esac
+.venv/bin/python -m training.ttrl.stream_table "${folders[@]}" --reference "$reference" --out "$OUT/table"
 echo "$(date -u +%FT%TZ) done: $OUT/table/stream.md" >> "$OUT/progress.log"

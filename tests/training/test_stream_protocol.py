@@ -67,7 +67,9 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     (version / "meta.json").write_text(json.dumps({"number": 1, "status": "promoted", "update_seconds": 100.0,
                                                    "canary_seconds": 20.0, "train_reward": 0.4}))
     assert read_stream(learned, "k4-grpo").seconds_per_update == 120.0
+    (learned / "peak_rss_kb.txt").write_text("6120000\n7450000\n")  # two runs of the stream
     text = write_table([reference, learned], "k4-none", tmp_path / "table").read_text()
-    assert "| k4-grpo | 4 | 100.0% | +50.0 pts (4 paired) |" in text and "| 1 (1) | 120 |" in text
+    assert "| k4-grpo | 4 | 100.0% | +50.0 pts (4 paired) |" in text and "| 1 (1) | 120 | 7.45 |" in text
+    assert "| 10 | 0 (0) | - | - |" in text  # the reference: no update, no peak recorded
     assert "McNemar" in text and "k4-grpo: 0.40" in text
     assert np.isclose(read_stream(reference, "k4-none").seconds_per_signal, 10.0)

@@ -22,6 +22,7 @@ from backend.eval.results import ResultsFile
 from backend.eval.significance import bootstrap_interval, mcnemar_exact
 
 STREAM_PREFIX = "stream:"
+PEAK_FILE = "peak_rss_kb.txt"  # one line per run of the stream: its peak resident set in kB (GNU time's %M)
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Variant:
     seconds_per_update: float | None = None
     rewards_per_update: list[float] | None = None
     digest: str = ""
+    peak_gb: float | None = None  # the stream process's peak resident memory over its runs (PEAK_FILE)
 
 
 def _digest(path: Path) -> str:
@@ -57,7 +59,15 @@ def read_stream(folder: Path, label: str) -> Variant:
                             / len(updates)) if updates else None,
         rewards_per_update=[v["train_reward"] for v in updates if v.get("train_reward") is not None],
         digest=_digest(signals),
+        peak_gb=_peak_gb(folder / PEAK_FILE),
     )
+
+
+def _peak_gb(path: Path) -> float | None:
+    if not path.is_file():
+        return None
+    peaks = [int(line) for line in path.read_text(encoding="utf-8").split() if line.isdigit()]
+    return max(peaks) / 1e6 if peaks else None
 
 
 def read_evaluation(folder: Path, label: str) -> Variant:
@@ -82,8 +92,8 @@ def table(variants: list[Variant], reference: Variant) -> list[str]:
         "got right, 95% bootstrap interval of the accuracy difference.",
         "",
         "| variant | N | reported right | vs reference | 95% interval | McNemar p | s/signal | updates (promoted) "
-        "| s/update | rows sha256 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| s/update | peak GB | rows sha256 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for v in variants:
         shared = [q for q in v.correct if q in reference.correct]
@@ -100,8 +110,9 @@ def table(variants: list[Variant], reference: Variant) -> list[str]:
             p = f"{mcnemar_exact(only_this, only_reference):.3f}"
         per_signal = f"{v.seconds_per_signal:.0f}" if v.seconds_per_signal is not None else "-"
         per_update = f"{v.seconds_per_update:.0f}" if v.seconds_per_update is not None else "-"
+        peak = f"{v.peak_gb:.2f}" if v.peak_gb is not None else "-"
         lines.append(f"| {v.label} | {len(v.correct)} | {_percent(accuracy)} | {versus} | {interval} | {p} | "
-                     f"{per_signal} | {v.updates} ({v.promoted}) | {per_update} | `{v.digest}` |")
+                     f"{per_signal} | {v.updates} ({v.promoted}) | {per_update} | {peak} | `{v.digest}` |")
     rewards = [v for v in variants if v.rewards_per_update]
     if rewards:
         lines += ["", "Mean rollout reward of each update's batch:", ""]
