@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from app.escaping import escape_markdown
-from app.wording import uses_text
+from app.wording import one_line, uses_text
 from backend.provenance import LEARNING, Provenance, read_provenance
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
@@ -149,12 +149,27 @@ def origin_lines(provenance: Provenance) -> list[str]:
         lines.append("**Sources cited:** " + " · ".join(escape_markdown(s) for s in provenance.sources))
     elif provenance.searched:
         lines.append(f"**Sources cited:** none; the searches returned {len(provenance.searched)} pages")
+    if provenance.decomposition:
+        lines.append("**Sub-questions, as researched:**\n\n" + "\n".join(
+            hop_line(number, hop) for number, hop in enumerate(provenance.decomposition, 1)))
     if provenance.origin == LEARNING:
         reward = f", reward {provenance.reward:.2f}" if provenance.reward is not None else ""
         lines.append(f"**From test-time learning:** one of {provenance.rollouts} rollouts by Planner "
                      f"{escape_markdown(provenance.planner_version or '?')}{reward} "
                      f"(signal: {escape_markdown(provenance.signal or '?')})")
     return lines
+
+
+def hop_line(number: int, hop: dict) -> str:
+    """'1. Which festival …? → **Fyre Festival** (Fyre Festival: “The Fyre Festival was …”)': a sub-question
+    as asked, its answer and the retrieved sentence that states it (fields read as text: a memory may
+    come from an import)."""
+    asked = str(hop.get("question") or hop.get("template") or "")
+    answer = str(hop.get("answer") or "") or "(no answer)"
+    title, _, sentence = str(hop.get("sentence") or "").partition(": ")
+    stated = (f"{escape_markdown(title)}: “{escape_markdown(one_line(sentence, 200))}”" if sentence
+              else "no retrieved sentence states it")
+    return f"{number}. {escape_markdown(asked)} → **{escape_markdown(answer)}** ({stated})"
 
 
 def unreadable_note(store: MemoryStore, namespace: str, shown: int = 5) -> str:

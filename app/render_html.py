@@ -15,7 +15,7 @@ from app.image_view import (
 )
 from app.report import cited_passage, document_place, query_text, source_label, stats_text, web_link
 from app.transcript import STOPPED_BY_USER, RunLimits, RunTranscript, StepView
-from app.wording import STRATEGY_SHOWN, hop_outcome, stored_label, summary_origin, uses_phrase, verdict_provenance
+from app.wording import STRATEGY_SHOWN, hop_outcome, one_line, stored_label, summary_origin, uses_phrase, verdict_provenance
 from backend.events import AnswerReady, Event, HopAnswered
 from backend.prompts.manager import memory_shown
 from backend.taught import answer_note, recall_note
@@ -44,11 +44,6 @@ def source_opener(url: str | None) -> str:
         return ""
     return (f'<button type="button" class="doc-open" data-doc="{escape_html(url)}" title="{escape_html(url)}">'
             f'📄 open the passage in your documents</button>')
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = re.sub(r"\s+", " ", str(text or "")).strip()
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def memory_anchor(memory_id: str) -> str:
@@ -218,7 +213,7 @@ class TranscriptPage(RunTranscript):
                                  f"🧠 Memories: {len(item.successful)} successful, {len(item.failed)} failed{taught}", body)
         if kind == "plan":
             title = "🗺️ Plan" if item.revision == 0 else f"🗺️ Supplementary plan (after reflection {item.revision})"
-            first = f": {escape_html(_clip(item.steps[0], 90))}" if item.steps else ""
+            first = f": {escape_html(one_line(item.steps[0], 90))}" if item.steps else ""
             more = f" (+{len(item.steps) - 1} more)" if len(item.steps) > 1 else ""
             answered = {hop.number: hop for hop in self.run.hops} if item.revision == 0 else {}
             if answered:
@@ -287,10 +282,10 @@ class TranscriptPage(RunTranscript):
             if returned is None:
                 result = "searching…" if called.name.endswith("search") else "running…"
             elif not returned.ok:
-                result = f"❌ {_clip(returned.error or 'error', 120)}"
+                result = f"❌ {one_line(returned.error or 'error', 120)}"
             else:
                 titles = [p.get("title", "") for p in returned.passages]
-                shown = " · ".join(_clip(t, 50) for t in titles[:3])
+                shown = " · ".join(one_line(t, 50) for t in titles[:3])
                 extra = f" (+{len(titles) - 3} more)" if len(titles) > 3 else ""
                 result = (f"{len(titles)} passage{'s' if len(titles) != 1 else ''}: {shown}{extra}" if titles
                           else "no passages")
@@ -299,15 +294,15 @@ class TranscriptPage(RunTranscript):
         for answer in step.answers:
             verb = "answered" if not answer.forced else ("answer so far" if answer.reason == STOPPED_BY_USER
                                                          else "answer forced")
-            parts.append(f"✅ {verb} “{escape_html(_clip(answer.text or '(no answer)', 120))}”")
+            parts.append(f"✅ {verb} “{escape_html(one_line(answer.text or '(no answer)', 120))}”")
         if not parts:
             if step.draft:
                 parts.append("✍️ writing…")
             elif step.thoughts:
-                parts.append(f"💭 {escape_html(_clip(step.thoughts[-1], 120))}")
+                parts.append(f"💭 {escape_html(one_line(step.thoughts[-1], 120))}")
             elif step.recoveries:
                 last = step.recoveries[-1]
-                parts.append(f"{'🧭' if last.routine else '⚠️'} {escape_html(_clip(last.reason, 120))}")
+                parts.append(f"{'🧭' if last.routine else '⚠️'} {escape_html(one_line(last.reason, 120))}")
             else:
                 parts.append("…")
         badges = ""

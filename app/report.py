@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from app.escaping import escape_markdown_file
 from app.image_view import NO_OCR_TEXT, OCR_LABEL, image_passage, image_seen, without_image_path
+from app.wording import one_line
 from backend.documents.errors import DocumentError
 from backend.documents.naming import LOCATOR_SCHEME, Locator
 from backend.events import Event, RunStarted, TextDelta, ToolCalled, ToolReturned
@@ -25,11 +26,6 @@ from backend.replay import RunRecord, replay
 
 REPORT_FORMAT = "mia-run"
 REPORT_VERSION = 1
-
-def _one_line(text: object, limit: int = 0) -> str:
-    flat = re.sub(r"\s+", " ", str(text if text is not None else "")).strip()
-    return flat if not limit or len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
 
 # -- where a passage comes from ------------------------------------------------------------------
 def document_place(url: str | None) -> Locator | None:
@@ -112,8 +108,8 @@ def query_text(arguments: dict, limit: int = 200) -> str:
         elif isinstance(value, list):
             texts.extend(str(v) for v in value if isinstance(v, (str, int, float)))
     if texts:
-        return _one_line(", ".join(f"“{t}”" for t in texts), limit)
-    return _one_line(json.dumps(arguments, ensure_ascii=False), limit) if arguments else ""
+        return one_line(", ".join(f"“{t}”" for t in texts), limit)
+    return one_line(json.dumps(arguments, ensure_ascii=False), limit) if arguments else ""
 
 
 def run_status(record: RunRecord) -> str:
@@ -154,7 +150,7 @@ def feedback_lines(feedback: FeedbackItem) -> list[str]:
         lines.append(f"- **Correction by a person**: the right answer is **{right_answer}** "
                      f"(typed by {who}; a person's word, not the Judge's)")
     if feedback.comment:
-        lines.append(f"- Comment: {escape_markdown_file(_one_line(feedback.comment, 2000))}")
+        lines.append(f"- Comment: {escape_markdown_file(one_line(feedback.comment, 2000))}")
     return lines + [""]
 
 
@@ -194,7 +190,7 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         passages.append(ocr_passage)
     status = run_status(record)
     started = record.started
-    lines = [f"# Research report: {escape_markdown_file(_one_line(record.question) or '(no question)')}", ""]
+    lines = [f"# Research report: {escape_markdown_file(one_line(record.question) or '(no question)')}", ""]
     lines += [f"- Run: `{escape_markdown_file(record.run_id)}`",
               f"- Started: {_when(started.at if started else None)}", f"- Status: {STATUS_WORDS[status]}"]
     if started is not None and started.ground_truth:
@@ -236,7 +232,7 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
             lines.append(f"{n}. **{escape_markdown_file(citation.get('title') or '(untitled)')}**"
                          f" ({escape_markdown_file(where)}){locator}")
             if citation.get("sentence"):
-                lines.append(f"   - Cited sentence: “{escape_markdown_file(_one_line(citation['sentence']))}”")
+                lines.append(f"   - Cited sentence: “{escape_markdown_file(one_line(citation['sentence']))}”")
             passage = cited_passage(citation, passages)
             if passage is not None and passage.get("text"):
                 lines.append("   - Passage as retrieved:")
@@ -279,7 +275,7 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         else:
             lines.append(f"- Turn {step.turn}: no action")
         if step.think:
-            lines.append(f"  - Thought: {escape_markdown_file(_one_line(step.think, 600))}")
+            lines.append(f"  - Thought: {escape_markdown_file(one_line(step.think, 600))}")
         if step.recovery:
             lines.append(f"  - Recovery: {escape_markdown_file(step.recovery)}")
     lines.append("")
@@ -292,7 +288,7 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         m = record.memory_stored
         lines += ["## Memory stored", "",
                   f"`{escape_markdown_file(m.memory_id)}` ({'correct' if m.correct else 'incorrect'},"
-                  f" {escape_markdown_file(m.question_type)}): {escape_markdown_file(_one_line(m.summary, 2000))}", ""]
+                  f" {escape_markdown_file(m.question_type)}): {escape_markdown_file(one_line(m.summary, 2000))}", ""]
     if record.finished is not None:
         lines += ["## Run summary", "", stats_text(record.finished.stats), ""]
     return "\n".join(lines)

@@ -3,10 +3,18 @@ Memory view."""
 
 from __future__ import annotations
 
+import re
+
 from backend.events import HopAnswered, MemoryStored, VerdictReady
 
 # How the terminal and the trace introduce a memory shown by its strategy alone (backend/strategy.py).
 STRATEGY_SHOWN = "shown as its strategy, names left out"
+
+
+def one_line(text: object, limit: int = 0) -> str:
+    """The text on one line (whitespace runs as one space), cut to `limit` characters with "…" (0: whole)."""
+    flat = re.sub(r"\s+", " ", str(text if text is not None else "")).strip()
+    return flat if not limit or len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def summary_origin(source: str) -> str:

@@ -140,3 +140,23 @@ def test_the_detail_shows_the_sources_an_answer_cites_and_a_learned_memorys_roll
     detail = detail_markdown(memory)
     assert "**From test-time learning:** one of 4 rollouts by Planner v0003, reward 0.25 (signal: stream)" in detail
     assert "Sources cited" not in detail
+
+
+def test_the_detail_shows_a_plan_of_sub_questions_hop_by_hop_with_answers_and_sentences(runtime):
+    from backend.provenance import RESEARCH, Provenance
+
+    hops = [{"number": 1, "template": "Which festival was Billy McFarland charged for?",
+             "question": "Which festival was Billy McFarland charged for?", "answer": "Fyre Festival",
+             "sentence": "Fyre Festival: The Fyre Festival was a *fraudulent* luxury music festival.", "queries": []},
+            {"number": 2, "template": "Where was #1 to take place?", "question": "Where was Fyre Festival to take place?",
+             "answer": "Lisbon", "sentence": "", "queries": []}]
+    provenance = Provenance(origin=RESEARCH, answer="Lisbon", first_answer="Lisbon", verified=True,
+                            verdict_source="ground_truth", ground_truth="Great Exuma", memories_used=[], trajectory="t",
+                            decomposition=hops)
+    memory = runtime.store.add(NewMemory(question="Where was the festival to take place?", summary="s",
+                                         plan="1. Which festival?\n2. Where?", correct=False, namespace="default",
+                                         provenance=provenance.to_dict()))
+    detail = detail_markdown(memory)
+    assert ("**Sub-questions, as researched:**\n\n1. Which festival was Billy McFarland charged for? → **Fyre Festival** "
+            "(Fyre Festival: “The Fyre Festival was a \\*fraudulent\\* luxury music festival.”)\n"
+            "2. Where was Fyre Festival to take place? → **Lisbon** (no retrieved sentence states it)") in detail
