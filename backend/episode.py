@@ -15,7 +15,7 @@ canary and the verl agent loops all run this loop; what differs is given to it:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from backend import protocol
@@ -27,6 +27,7 @@ from backend.events import (
     MemoriesRetrieved,
     MemoryStored,
     PlanReady,
+    Recovery,
     ReflectionDecided,
     RunFinished,
     RunStarted,
@@ -46,7 +47,7 @@ from backend.prompts.manager import (
 )
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
-from backend.evidence import closed_options, stating_sentence
+from backend.evidence import closed_options, shares_a_question_word, stating_sentence
 from backend.hops import Hop, fill, hops_from, weakest, worked_examples
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
@@ -76,6 +77,7 @@ class EpisodeSettings:
     plan_candidates: int = 1  # plans written per question, the one most like past successful plans followed
     taught_min_similarity: float = 0.85
     caption_min_similarity: float = 0.92
+    image_text_first: bool = False  # an answer the image's own text states is given before any plan (agent.image_text_first)
     unverified_memory_weight: float = 0.0
     count_unverified_outcomes: bool = False
     sparse_memory_planner: str = "manager"
@@ -108,6 +110,7 @@ class EpisodeSettings:
             plan_candidates=agent.plan_candidates,
             taught_min_similarity=agent.taught_min_similarity,
             caption_min_similarity=agent.caption_min_similarity,
+            image_text_first=agent.image_text_first,
             unverified_memory_weight=agent.unverified_memory_weight,
             count_unverified_outcomes=agent.count_unverified_outcomes,
             sparse_memory_planner=agent.sparse_memory_planner,
@@ -312,6 +315,10 @@ class EpisodeLoop:
                   caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
         """Plan, execute, reflect and replan: the answer goes to `self.outcome`."""
         s, method, run_id, question, outcome = self.settings, self.method, self.run_id, episode.question, self.outcome
+        if s.image_text_first and method.plans and self._image_text and episode.plan_steps is None:
+            answered = yield from self._answer_from_image_text(episode, caption, run_tools)
+            if answered:
+                return
         if s.plan_shape == "subquestions" and (method.plans or episode.plan_steps is not None):
             yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline)
             return
@@ -357,6 +364,25 @@ class EpisodeLoop:
             yield from session.settle_after_replan()
         outcome.plan_steps = steps_done
         outcome.answer = session.answer
+
+    def _answer_from_image_text(self, episode: EpisodeInput, caption: str | None,
+                                run_tools: dict) -> Generator[Event, None, bool]:
+        """agent.image_text_first: before any plan, read the answer from the question's image text alone.
+        When that text states it, and it repeats no word of the question (a first hop's entity would),
+        the run answers with it, cited to the image, without a plan or a search; returns whether it did."""
+        question, outcome = episode.question, self.outcome
+        session = self._session(episode, run_tools)
+        session.start(question, [], caption)
+        draft = yield from session.read_answer(question, draft=True)
+        if not draft or shares_a_question_word(draft, question) or not session.image_states(draft, question):
+            return False
+        yield Recovery(self.run_id, turn=session.turn_count, reason="the text in the question's image states an answer",
+                       action="answered from it, without a plan or a search", routine=True)
+        outcome.session = session
+        yield session.answer_with(draft)
+        yield from session.report_steps()
+        outcome.first_answer = outcome.answer = draft
+        return True
 
     def _research_by_hops(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
                           caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:

@@ -333,7 +333,7 @@ class ExecutorSession(AnswerReading):
             # A draft that repeats a word of the question is taken only after a second search (18% of
             # `train` answers do, and so does the bridge entity of many bridge questions).
             grounded = is_grounded(draft, question, self.passages) and (
-                searches >= 2 or not shares_a_question_word(draft, question) or self._image_states(draft, question))
+                searches >= 2 or not shares_a_question_word(draft, question) or self.image_states(draft, question))
             if closed_options(question) or grounded or not evidence_options:
                 # The draft decides when to stop; the final answer is read by quote where that is on.
                 final = draft if closed_options(question) or not self._quotes else None
@@ -384,7 +384,7 @@ class ExecutorSession(AnswerReading):
         if self.steps:
             self.steps[-1].think = thought
 
-    def _image_states(self, answer: str, question: str) -> bool:
+    def image_states(self, answer: str, question: str) -> bool:
         """The text OCR read in the question's own image states the answer: the person's evidence, not
         a bridge entity a first search found."""
         return bool(stating_sentence(answer, question, [p for p in self.passages if p.get("source") == IMAGE_TEXT_SOURCE]))

@@ -9,7 +9,9 @@
 # load.log every minute while it runs.
 # Usage: bash benchmarks/image_bench.sh [OUT_ROOT]   (default .mia/image-bench, not kept in git)
 # Environment: SPLIT (train | dev, default dev), N (questions in all, default 100), METHOD (default mia),
-#   ACCEPT_CODE_CHANGE=1 to resume a stage that other code started (eval.json records it).
+#   VARIANT (a name for the image run's folder, image-METHOD-VARIANT, with its MIA_* settings, e.g.
+#   VARIANT=text-first MIA_AGENT_IMAGE_TEXT_FIRST=true), ACCEPT_CODE_CHANGE=1 to resume a stage that
+#   other code started (eval.json records it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SPLIT="${SPLIT:-dev}"
@@ -36,9 +38,10 @@ if [ ! -f "$OUT/set.json" ]; then
     || { note "build failed, see $OUT/progress.log"; exit 1; }
 fi
 .venv/bin/python benchmarks/image_questions.py cer "$OUT" > "$OUT/cer.md"
-evaluate "image-$METHOD" --method "$METHOD" --data "$OUT/image.jsonl"
+IMAGE_RUN="image-$METHOD${VARIANT:+-$VARIANT}"
+evaluate "$IMAGE_RUN" --method "$METHOD" --data "$OUT/image.jsonl"
 evaluate text-none --method none --data "$OUT/text.jsonl"
 evaluate "text-$METHOD" --method "$METHOD" --data "$OUT/text.jsonl"
-.venv/bin/python benchmarks/image_questions.py table "$OUT" --image "$OUT/image-$METHOD" \
-    --text "$OUT/text-none" --text "$OUT/text-$METHOD" > "$OUT/table.md"
-note "done: $OUT/cer.md, $OUT/table.md"
+.venv/bin/python benchmarks/image_questions.py table "$OUT" --image "$OUT/$IMAGE_RUN" \
+    --text "$OUT/text-none" --text "$OUT/text-$METHOD" > "$OUT/table-$IMAGE_RUN.md"
+note "done: $OUT/cer.md, $OUT/table-$IMAGE_RUN.md"

@@ -13,6 +13,7 @@ from backend.events import AnswerReady, MemoriesRetrieved, MemoryStored, TextDel
 from backend.prompts.manager import format_memories
 from backend.runlog import RunLog
 from memory_db import MemoryStore
+from tests.backend.scripted_model import answer_turn
 from training.episode import Grader, run_episode
 
 QUESTION = 'The band who released the debut album "Tinted Windows" had their first performance in what city?'
@@ -151,6 +152,16 @@ def test_stop_ends_the_run_with_the_answer_so_far_unjudged_and_unstored(tmp_path
     assert logged[-1].stopped
 
 
+def notice_image(path, lines):
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (1100, 130 * len(lines)), "white")
+    for row, line in enumerate(lines):
+        ImageDraw.Draw(image).text((20, 30 + 110 * row), line, fill="black", font=ImageFont.load_default(size=48))
+    image.save(path)
+    return str(path)
+
+
 @pytest.mark.skipif(__import__("shutil").which("tesseract") is None, reason="needs Debian's tesseract-ocr (CI installs it)")
 def test_text_in_the_question_image_joins_the_caption_the_planner_sees(tmp_path, shared_tools, embedder, scripted):
     from PIL import Image, ImageDraw, ImageFont
@@ -176,16 +187,7 @@ def test_text_in_the_question_image_joins_the_caption_the_planner_sees(tmp_path,
 
 @pytest.mark.skipif(__import__("shutil").which("tesseract") is None, reason="needs Debian's tesseract-ocr (CI installs it)")
 def test_text_in_the_question_image_is_evidence_an_answer_cites(tmp_path, shared_tools, embedder, scripted_model_class):
-    from PIL import Image, ImageDraw, ImageFont
-
-    from tests.backend.scripted_model import answer_turn
-
-    image = Image.new("RGB", (1100, 260), "white")
-    draw = ImageDraw.Draw(image)
-    draw.text((20, 30), "HARBOUR OF VELLMARK", fill="black", font=ImageFont.load_default(size=48))
-    draw.text((20, 140), "TARIFF 2025: 17 CROWNS PER TONNE", fill="black", font=ImageFont.load_default(size=48))
-    path = tmp_path / "notice.png"
-    image.save(path)
+    path = notice_image(tmp_path / "notice.png", ["HARBOUR OF VELLMARK", "TARIFF 2025: 17 CROWNS PER TONNE"])
     models = {role: scripted_model_class(role) for role in ("planner", "judge", "manager")}
     models["planner"].outputs.extend(["1. Read the tariff on the notice", "1. Read it again"])
     models["executor"] = scripted_model_class("executor", [answer_turn("17 crowns per tonne")])
@@ -206,6 +208,39 @@ def test_text_in_the_question_image_is_evidence_an_answer_cites(tmp_path, shared
     from app.report import source_label
 
     assert source_label(answer.sources[0]) == "your image, read by OCR"
+
+
+@pytest.mark.skipif(__import__("shutil").which("tesseract") is None, reason="needs Debian's tesseract-ocr (CI installs it)")
+def test_with_image_text_first_an_answer_the_image_states_is_given_before_any_plan(tmp_path, shared_tools, embedder,
+                                                                                   scripted_model_class):
+    from backend.events import PlanReady, Recovery, ReflectionDecided
+
+    image = notice_image(tmp_path / "notice.png", ["HARBOUR OF VELLMARK", "TARIFF 2025: 17 CROWNS PER TONNE"])
+    question = "What tariff per tonne does the notice in this image state?"
+    config = served_config(tmp_path)
+    config = replace(config, agent=replace(config.agent, image_text_first=True))
+
+    def ask(reader_says):
+        models = {role: scripted_model_class(role) for role in ("planner", "judge", "manager")}
+        models["planner"].outputs.extend(["1. Search for the Vellmark harbour tariff"])
+        models["executor"] = scripted_model_class("executor", [reader_says, answer_turn("17 crowns")])
+        store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+        try:
+            agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+            return models, list(agent.run(RunRequest(question=question, image=image, ground_truth="17", method="mia")))
+        finally:
+            store.close()
+
+    models, events = ask("17")
+    answer = [e for e in events if isinstance(e, AnswerReady)][-1]
+    assert answer.text == "17" and [s["title"] for s in answer.sources] == ["Text in the question's image (OCR)"]
+    assert not any(isinstance(e, (PlanReady, ReflectionDecided)) for e in events) and not models["planner"].prompts
+    assert any(isinstance(e, Recovery) and e.action == "answered from it, without a plan or a search" for e in events)
+    assert len(models["executor"].prompts) == 1  # one read of the image's text
+
+    # An answer the image's text does not state (a bridge question's next hop) is researched as usual.
+    models, events = ask("Tulsa")
+    assert any(isinstance(e, PlanReady) for e in events) and models["planner"].prompts
 
 
 def test_an_image_index_match_is_a_caption_only_when_it_is_that_alike(tmp_path, shared_tools, embedder, scripted_model_class):
