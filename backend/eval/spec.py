@@ -274,4 +274,7 @@ def with_later_defaults(manifest: dict) -> dict:
         manifest["agent"].setdefault("taught_min_similarity", AgentConfig().taught_min_similarity)
         # Before the caption threshold an evaluation's images (none so far) were captioned by any match.
         manifest["agent"].setdefault("caption_min_similarity", AgentConfig().caption_min_similarity)
+        # Before a choice among plans and the image-text-first read, every run wrote one plan and planned first.
+        manifest["agent"].setdefault("plan_candidates", 1)
+        manifest["agent"].setdefault("image_text_first", False)
     return manifest

@@ -87,6 +87,21 @@ def test_a_folder_from_before_strategies_by_type_resumes_as_run_without_them(smo
         check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), with_strategies)
 
 
+@pytest.mark.parametrize(("setting", "other"), [("plan_candidates", 3), ("image_text_first", True)])
+def test_a_folder_from_before_a_later_agent_setting_resumes_as_run_with_it_off(smoke_results, eval_config, tmp_path,
+                                                                            setting, other):
+    out_dir = copy_folder(smoke_results["none"][0], tmp_path / "none")
+    manifest_path = out_dir / "eval.json"
+    old = json.loads(manifest_path.read_text())
+    del old["agent"][setting]
+    manifest_path.write_text(json.dumps(old), encoding="utf-8")
+    check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)
+    manifest_path.write_text(json.dumps(old), encoding="utf-8")
+    with pytest.raises(EvalError, match="holds another evaluation .*agent"):
+        check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir),
+                                replace(eval_config, agent=replace(eval_config.agent, **{setting: other})))
+
+
 def test_bad_options_are_refused_with_a_sentence(tmp_path):
     with pytest.raises(EvalError, match="--method 'best' is unknown; choose one of mia"):
         EvalSpec(data=DEV, method="best", out_dir=tmp_path)
