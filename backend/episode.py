@@ -33,7 +33,7 @@ from backend.events import (
     RunStarted,
     VerdictReady,
 )
-from backend.executor import ExecutorSession, named_phrases
+from backend.executor import ExecutorSession
 from backend.judge import CORRECT, FROM_FEEDBACK, Judge, Verdict
 from backend.llm.base import ChatModel
 from backend.manager import Manager, memory_to_dict
@@ -47,7 +47,7 @@ from backend.prompts.manager import (
 )
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
-from backend.evidence import closed_options, shares_a_question_word, stating_sentence
+from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence
 from backend.hops import Hop, fill, hops_from, weakest, worked_examples
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line

@@ -165,3 +165,23 @@ def citations(answer: str, question: str, passages: list[dict], *, limit: int = 
         {"n": n, "title": p.get("title", ""), "url": p.get("url"), "source": p.get("source"), "sentence": sentence}
         for n, (p, sentence) in enumerate(cited[:limit], 1)
     ]
+
+
+_QUESTION_WORDS = {"which", "what", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
+                   "were", "did", "do", "does", "in", "the", "a", "an", "of", "for", "and", "on", "at", "to"}
+_NAMED = re.compile(r"[A-Z][\w'’.-]*(?:\s+(?:(?:of|for|the|and|de|von|in|on)\s+)?[A-Z0-9][\w'’.-]*)*")
+
+
+def named_phrases(question: str) -> list[str]:
+    """Quoted titles and capitalised names in the question: the entities a search should look up (a
+    name inside a quoted title is part of that title, not a name of its own)."""
+    quoted = re.findall(r'"([^"]{2,80})"', question)
+    outside = re.sub(r'"[^"]{2,80}"', '"', question)
+    names = []
+    for match in _NAMED.findall(outside):
+        words = match.split()
+        while words and words[0].lower() in _QUESTION_WORDS:
+            words = words[1:]
+        if words and " ".join(words) not in quoted:
+            names.append(" ".join(words))
+    return list(dict.fromkeys(quoted + names))

@@ -7,13 +7,12 @@ events; when the model's output is unusable the session recovers and says how.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Generator, Iterator, Mapping
 
 from backend import protocol
-from backend.evidence import citations, closed_options, is_grounded, shares_a_question_word, stating_sentence
+from backend.evidence import citations, closed_options, is_grounded, named_phrases, shares_a_question_word, stating_sentence
 from backend.events import (AnswerReady, Event, ExecutorThought, HopAnswered, Recovery, StepTaken, TextDelta, ToolCalled,
                             ToolReturned)
 from backend.llm.base import ChatModel, Completion
@@ -28,26 +27,6 @@ from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, t
 
 IMAGE_TEXT_SOURCE = image_text_passage("")["source"]  # the passage OCR read in the question's own image
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
-
-
-_QUESTION_WORDS = {"which", "what", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
-                   "were", "did", "do", "does", "in", "the", "a", "an", "of", "for", "and", "on", "at", "to"}
-_NAME = re.compile(r"[A-Z][\w'’.-]*(?:\s+(?:(?:of|for|the|and|de|von|in|on)\s+)?[A-Z0-9][\w'’.-]*)*")
-
-
-def named_phrases(question: str) -> list[str]:
-    """Quoted titles and capitalised names in the question: the entities a search should look up (a
-    name inside a quoted title is part of that title, not a name of its own)."""
-    quoted = re.findall(r'"([^"]{2,80})"', question)
-    outside = re.sub(r'"[^"]{2,80}"', '"', question)
-    names = []
-    for match in _NAME.findall(outside):
-        words = match.split()
-        while words and words[0].lower() in _QUESTION_WORDS:
-            words = words[1:]
-        if words and " ".join(words) not in quoted:
-            names.append(" ".join(words))
-    return list(dict.fromkeys(quoted + names))
 
 
 @dataclass

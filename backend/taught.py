@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 
 from backend.events import ToolCalled, ToolReturned
 from backend.evidence import closed_options, stating_sentence
-from backend.executor import named_phrases
+from backend.evidence import named_phrases
 from backend.tools.base import Tool
 from backend.tools.text_ranking import tokenize
 

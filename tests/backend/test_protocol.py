@@ -59,7 +59,8 @@ def test_tool_response_cannot_fake_protocol_tags():
 
 
 def test_named_phrases_are_the_entities_of_a_question():
-    from backend.executor import clean_query, named_phrases
+    from backend.evidence import named_phrases
+    from backend.executor import clean_query
 
     assert named_phrases("Which magazine was started first, Arthur's Magazine or First for Women?") == [
         "Arthur's Magazine",
