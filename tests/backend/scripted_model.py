@@ -5,7 +5,6 @@ prompt it was shown so tests can assert on what the model read."""
 from __future__ import annotations
 
 import json
-import time
 from collections import deque
 from typing import Iterator, Sequence
 

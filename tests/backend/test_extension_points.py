@@ -4,7 +4,6 @@ guided turns."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import pytest
 
