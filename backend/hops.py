@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from backend.evidence import named_phrases
 from backend.tools.text_ranking import tokenize
 
 MAX_HOPS = 3
@@ -71,7 +72,9 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     """The sub-questions that belong to `question`, and a note on what was left out (None: nothing).
     A hop that neither refers to an earlier one nor shares a word with the question was copied from
     elsewhere (a small model repeats its examples) and goes; a hop that asks the whole question again
-    makes the question one hop."""
+    makes the question one hop, and so do hops none of which names anything the question names (a
+    decomposition that lost the question's subject: "When did the civil war end?" for a question
+    about Kerensky and the Bolsheviks)."""
     asked = _words(question)
     kept: list[str] = []
     renumbered: dict[str, str] = {}  # a kept hop's number as written -> as kept
@@ -88,6 +91,10 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     restated = next((sub for sub in kept if asked and len(_words(sub) & asked) >= 0.8 * len(asked)), None)
     if restated is not None and len(kept) > 1:
         kept, notes = [question], notes + ["a sub-question asked the whole question: researching it as one hop"]
+    names = [name for name in named_phrases(question) if _words(name)]
+    if kept and kept != [question] and names and not any(_words(name) & _words(sub) for name in names for sub in kept):
+        kept, notes = [question], notes + [f"no sub-question names what the question names ({', '.join(names)}): "
+                                           "researching it as one hop"]
     return kept, "; ".join(notes) or None
 
 

@@ -119,6 +119,19 @@ def test_copied_examples_and_a_restated_question_are_left_out_of_a_decomposition
     assert sensible(["Who wrote Dracula?", "In which city was #1 born?"], question)[0] == []
 
 
+def test_a_decomposition_that_names_nothing_the_question_names_makes_the_question_one_hop():
+    from backend.hops import sensible
+
+    # Qwen-1.5B's decomposition of a `train` question: its hops share "civil war" and lose the subject.
+    question = ("Alexander Kerensky was defeated and destroyed by the Bolsheviks in the course of a civil war that "
+                "ended when ?")
+    kept, note = sensible(["When did the civil war end?", "Who was defeated and destroyed by #1?"], question)
+    assert kept == [question] and "no sub-question names what the question names (Alexander Kerensky, Bolsheviks)" in note
+    assert sensible(["Which civil war did the Bolsheviks fight against Kerensky?", "When did #1 end?"], question) == (
+        ["Which civil war did the Bolsheviks fight against Kerensky?", "When did #1 end?"], None)
+    assert sensible(["When did the war end?"], "when did the war end?") == (["When did the war end?"], None)  # no names
+
+
 def test_of_several_decompositions_written_the_one_most_like_a_past_success_is_followed(tmp_path, shared_tools, embedder,
                                                                                        scripted_model_class):
     from backend.provenance import RESEARCH, Provenance
