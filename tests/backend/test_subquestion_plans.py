@@ -91,6 +91,17 @@ def test_a_hop_no_sentence_states_is_redone(ask):
     assert [e for e in events if isinstance(e, AnswerReady)][-1].text == hops[-1].answer
 
 
+def test_hops_side_by_side_leave_the_answer_to_a_reading_of_the_question(ask):
+    side_by_side = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+                    "2. Where was the music festival supposed to take place?")  # builds on no earlier answer
+    events = ask(FESTIVAL, [side_by_side], ["Fyre Festival", "Great Exuma", "Great Exuma, the Bahamas"])
+    hops = [e for e in events if isinstance(e, HopAnswered)]
+    assert [h.answer for h in hops] == ["Fyre Festival", "Great Exuma"]
+    answer = [e for e in events if isinstance(e, AnswerReady)][-1]
+    assert answer.text == "Great Exuma, the Bahamas"  # read for the question, not the last hop's
+    assert "Question: " + FESTIVAL in ask.models["executor"].prompts[-1][-1]["content"]
+
+
 def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_hop(ask):
     events = ask(FESTIVAL, ["I think it was in the Bahamas."], ["Great Exuma"])
     plan = next(e for e in events if isinstance(e, PlanReady))
