@@ -41,6 +41,7 @@ from backend.eval.report import file_digest  # noqa: E402
 from backend.eval.results import ResultsFile  # noqa: E402
 from backend.eval.significance import paired_comparison  # noqa: E402
 from backend.eval.spec import ROWS_FILE, logged_events, read_manifest  # noqa: E402
+from backend.executor import IMAGE_TEXT_SOURCE  # noqa: E402
 from backend.replay import replay  # noqa: E402
 from backend.tools.corpus import CorpusFiles, load_documents  # noqa: E402
 from backend.tools.image_index import demo_images_dir, list_images  # noqa: E402
@@ -59,7 +60,6 @@ FLAG_QUESTIONS = (
     ("Which country's flag is shown in this image?", "country"),
     ("What is the capital of the country whose flag is shown in this image?", "capital"),
 )
-IMAGE_SOURCE = "image-ocr"  # the source of the image's text as a passage (backend.prompts.manager.image_text_passage)
 SIMILARITY = re.compile(r"similarity (\d+(?:\.\d+)?)")
 
 
@@ -196,7 +196,7 @@ def run_facts(eval_dir: Path, row) -> dict:
     run = replay(events)
     answer = run.answers[-1] if run.answers else None
     started = run.started
-    return {"cites_image": bool(answer and any(s.get("source") == IMAGE_SOURCE for s in answer.sources)),
+    return {"cites_image": bool(answer and any(s.get("source") == IMAGE_TEXT_SOURCE for s in answer.sources)),
             "caption_source": (started.caption_source or "") if started else "",
             "caption": (started.caption or "") if started else ""}
 
