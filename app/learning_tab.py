@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from statistics import median
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -97,12 +98,6 @@ def _memory_line(ctx: AppContext) -> str:
 
 
 # -- what the view shows ---------------------------------------------------------------------------
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def _speed_line(ctx: AppContext, versions) -> str:
     """What learning costs on this machine: seconds per question learned from, per update and canary."""
     signals = [float(r["seconds"]) for r in ctx.learner.read_log("signals.jsonl")[-RECENT_SIGNALS:]
@@ -112,11 +107,11 @@ def _speed_line(ctx: AppContext, versions) -> str:
         return "- Speed: nothing learned from yet"
     parts = []
     if signals:
-        parts.append(f"{_median(signals):.0f} s per question learned from (median of the last {len(signals)})")
+        parts.append(f"{median(signals):.0f} s per question learned from (median of the last {len(signals)})")
     if updates:
         canaries = [v.canary_seconds for v in updates if v.canary_seconds]
-        canary = f" and its canary {_median(canaries):.0f} s" if canaries else ""
-        parts.append(f"{_median([v.update_seconds for v in updates]):.0f} s per Planner update{canary} "
+        canary = f" and its canary {median(canaries):.0f} s" if canaries else ""
+        parts.append(f"{median([v.update_seconds for v in updates]):.0f} s per Planner update{canary} "
                      f"(median of the last {len(updates)} update{'s' if len(updates) != 1 else ''})")
     return "- Speed: " + "; ".join(parts)
 

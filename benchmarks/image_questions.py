@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from backend.answer_match import normalize_answer  # noqa: E402
 from backend.documents.ocr import ocr_available, read_image_text  # noqa: E402
 from backend.eval.datasets import load_questions  # noqa: E402
+from backend.eval.metrics import percentile  # noqa: E402
 from backend.eval.report import file_digest  # noqa: E402
 from backend.eval.results import ResultsFile  # noqa: E402
 from backend.eval.significance import paired_comparison  # noqa: E402
@@ -201,18 +202,13 @@ def run_facts(eval_dir: Path, row) -> dict:
             "caption": (started.caption or "") if started else ""}
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[round(q * (len(ordered) - 1))] if ordered else 0.0
-
-
 def row_line(label: str, rows: list, facts: list[dict] | None) -> str:
     n = len(rows)
     cited = f"{sum(f['cites_image'] for f in facts)}" if facts is not None else "–"
     return (f"| {label} | {n} | {sum(r.correct for r in rows) / n:.1%} | {sum(r.em for r in rows) / n:.1%} | "
             f"{sum(r.f1 for r in rows) / n:.3f} | {sum(r.forced_answer for r in rows)} | {cited} | "
-            f"{percentile([r.llm_calls for r in rows], 0.5):.0f} | {percentile([r.wall_seconds for r in rows], 0.5):.1f} | "
-            f"{percentile([r.wall_seconds for r in rows], 0.95):.1f} |")
+            f"{percentile([r.llm_calls for r in rows], 50):.0f} | {percentile([r.wall_seconds for r in rows], 50):.1f} | "
+            f"{percentile([r.wall_seconds for r in rows], 95):.1f} |")
 
 
 def table(folder: Path, image_eval: Path, text_evals: list[Path], threshold: float) -> None:
