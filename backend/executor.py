@@ -19,13 +19,12 @@ from backend.llm.base import ChatModel, Completion
 from backend.metering import RunMeter
 from backend.planner import is_search_step, search_query
 from backend.prompts import executor as prompts
-from backend.prompts.manager import image_text_passage
+from backend.prompts.manager import IMAGE_TEXT_SOURCE
 from backend.protocol import clean_query
 from backend.reader import AnswerReading
 from backend.hops import Hop
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
 
-IMAGE_TEXT_SOURCE = image_text_passage("")["source"]  # the passage OCR read in the question's own image
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
 
 

@@ -42,7 +42,7 @@ from backend.eval.report import file_digest  # noqa: E402
 from backend.eval.results import ResultsFile  # noqa: E402
 from backend.eval.significance import paired_comparison  # noqa: E402
 from backend.eval.spec import ROWS_FILE, logged_events, read_manifest  # noqa: E402
-from backend.executor import IMAGE_TEXT_SOURCE  # noqa: E402
+from backend.prompts.manager import IMAGE_TEXT_SOURCE  # noqa: E402
 from backend.replay import replay  # noqa: E402
 from backend.tools.corpus import CorpusFiles, load_documents  # noqa: E402
 from backend.tools.image_index import demo_images_dir, list_images  # noqa: E402

@@ -11,6 +11,7 @@
 # Usage: bash benchmarks/teach_retest.sh [OUT_ROOT]   (default .mia/teach-retest, not kept in git)
 # Environment: SPLIT (train | dev, default dev), N (default 100; train has 60 rewordings),
 #   ACCEPT_CODE_CHANGE=1 to resume a stage that other code started (eval.json records it).
+# The machine's load is sampled every minute into OUT/load.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SPLIT="${SPLIT:-dev}"
@@ -19,6 +20,8 @@ OUT="${1:-.mia/teach-retest}/$SPLIT-$N"
 DATA="data/hotpotqa/$SPLIT.jsonl"
 mkdir -p "$OUT"
 export OMP_WAIT_POLICY=PASSIVE
+source benchmarks/common.sh
+sample_load "$OUT/load.log"
 
 evaluate() {  # evaluate NAME [options]
   local name=$1; shift

@@ -18,13 +18,14 @@ OCR_MAX_CHARS = 400
 # An image index match as a caption: a claim, with where it comes from.
 LOOKS_LIKE = "looks like: {title} (image index, similarity {similarity:.2f})"
 IMAGE_TEXT_TITLE = "Text in the question's image (OCR)"
+IMAGE_TEXT_SOURCE = "image-ocr"  # the source of the passage OCR read in the question's own image
 IMAGE_TEXT_MAX_CHARS = 4000
 
 
 def image_text_passage(text: str) -> dict:
     """What OCR read in the question's image as a retrieved passage (backend.tools.base.Passage's fields):
     evidence an answer can rest on and cite; the caption the Planner reads holds its first 400 characters."""
-    return {"title": IMAGE_TEXT_TITLE, "text": " ".join(text.split())[:IMAGE_TEXT_MAX_CHARS], "source": "image-ocr",
+    return {"title": IMAGE_TEXT_TITLE, "text": " ".join(text.split())[:IMAGE_TEXT_MAX_CHARS], "source": IMAGE_TEXT_SOURCE,
             "score": 1.0, "url": None}
 
 
