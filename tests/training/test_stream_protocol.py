@@ -43,6 +43,8 @@ def test_a_stream_reports_an_answer_per_question_and_resumes_without_asking_twic
     assert [r["source"] for r in rows] == ["stream:q0", "stream:q1"]
     for row in rows:
         assert len(row["answers"]) == 2 and len(row["rewards"]) == 2 and row["planner_version"] == "v0000"
+        assert len(row["rollout_stats"]) == 2 and all(s["llm_calls"] >= 2 and s["wall_seconds"] > 0
+                                                      for s in row["rollout_stats"])
         assert row["reported"] in row["answers"] and isinstance(row["reported_correct"], bool)
         assert row["selection"] == "memory" and row["learner"] == "none"
     assert learner.batch == [] and [v.number for v in learner.versions.all()] == [0]  # no learning: no update

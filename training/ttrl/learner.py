@@ -60,7 +60,7 @@ from training.ttrl.memory_fit import NotEnoughMemory, learner_need, require_memo
 from training.ttrl.fast_sampler import LlamaCppPolicy
 from training.ttrl.rft import FEEDBACK_PREFIX, plan_sample, rft_update, successful_memory
 from training.ttrl.selection import select_reported
-from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, run_rollouts
+from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, rollout_stats, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
 from training.ttrl.versions import ADAPTER, PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
 
@@ -522,6 +522,7 @@ class TestTimeLearner:
             "selection": self.settings.selection, "reported": rollouts[reported].episode.answer,
             "reported_correct": rollouts[reported].episode.correct_final if signal.kind == "ground_truth" else None,
             "memories_stored": stored, "memories_used": used, "seconds": round(outcome.seconds, 2),
+            "rollout_stats": [rollout_stats(r) for r in rollouts],
         })
         return outcome
 

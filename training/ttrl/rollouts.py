@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from backend.config import PlannerRewardConfig
 from backend.llm.base import ChatModel
 from backend.episode import planner_memories
+from backend.events import RunFinished
 from backend.manager import Manager
 from backend.hops import worked_examples
 from backend.prompts.manager import format_memories
@@ -27,6 +28,16 @@ class ScoredRollout:
     episode: Episode
     samples: list[TurnSample]
     reward: Reward
+
+
+ROLLOUT_STATS = ("wall_seconds", "llm_seconds", "llm_calls", "prompt_tokens", "cached_prompt_tokens",
+                 "completion_tokens", "calls_planner", "calls_executor")
+
+
+def rollout_stats(rollout: ScoredRollout) -> dict:
+    """Where one rollout's time went (the run's meter, as RunFinished reports it): for signals.jsonl."""
+    stats = next((e.stats for e in reversed(rollout.episode.events) if isinstance(e, RunFinished)), {})
+    return {key: stats.get(key, 0) for key in ROLLOUT_STATS}
 
 
 @dataclass
