@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from training.packing import pack, packed_logprobs
 from training.policy import TurnSample
 
 ADVANTAGE_EPS = 1e-6  # the same epsilon verl's GRPO advantage uses
@@ -60,34 +61,38 @@ def grpo_update(
     max_grad_norm: float = 1.0,
     before_each: Callable[[], None] | None = None,
 ) -> UpdateStats:
-    """`updates_per_batch` optimizer steps on (turn samples, advantage) pairs, one sequence at a time;
-    `before_each` runs before each sequence's forward and backward pass (the learner waits there
-    while users' questions run)."""
+    """`updates_per_batch` optimizer steps on (turn samples, advantage) pairs, the turns scored in packs
+    (training.packing: the same values as one pass per turn, in fewer passes); `before_each` runs
+    before each pack's forward and backward pass (the learner waits there while users' questions run)."""
     work = [(sample, advantage) for samples, advantage in episodes for sample in samples if advantage != 0.0]
     total_tokens = sum(len(sample.completion_ids) for sample, _ in work)
     if total_tokens == 0:  # every group scored the same: nothing to learn from this batch
         return UpdateStats(loss=0.0, tokens=0, clipped_fraction=0.0, grad_norm=0.0)
-    old_logprobs = None
+    packs = pack([sample for sample, _ in work])
+    old_logprobs: dict[int, torch.Tensor] = {}
     if updates_per_batch > 1:  # a second pass needs the sampling-time log-probabilities
         with torch.no_grad():
-            old_logprobs = [completion_logprobs(model, sample, temperature) for sample, _ in work]
+            for packed in packs:
+                old_logprobs.update(zip(packed.members, packed_logprobs(model, packed, temperature)))
     model.train()
     loss_value, clipped, grad_norm = 0.0, 0, 0.0
     for _ in range(updates_per_batch):
         optimizer.zero_grad(set_to_none=True)
         loss_value, clipped = 0.0, 0
-        for index, (sample, advantage) in enumerate(work):
+        for packed in packs:
             if before_each is not None:
                 before_each()
-            logprobs = completion_logprobs(model, sample, temperature)
-            old = old_logprobs[index] if old_logprobs is not None else logprobs.detach()
-            ratio = torch.exp(logprobs - old)
-            unclipped = ratio * advantage
-            bounded = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * advantage
-            loss = -torch.minimum(unclipped, bounded).sum() / total_tokens
-            loss.backward()  # one sequence at a time keeps peak memory at one episode turn
+            loss = torch.zeros(())
+            for member, logprobs in zip(packed.members, packed_logprobs(model, packed, temperature)):
+                advantage = work[member][1]
+                old = old_logprobs[member] if old_logprobs else logprobs.detach()
+                ratio = torch.exp(logprobs - old)
+                unclipped = ratio * advantage
+                bounded = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * advantage
+                loss = loss - torch.minimum(unclipped, bounded).sum() / total_tokens
+                clipped += int((bounded != unclipped).sum())
+            loss.backward()  # one pack at a time keeps peak memory at one pack's activations
             loss_value += float(loss.detach())
-            clipped += int((bounded != unclipped).sum())
         grad_norm = float(torch.nn.utils.clip_grad_norm_(
             [p for p in model.parameters() if p.requires_grad], max_grad_norm))
         optimizer.step()

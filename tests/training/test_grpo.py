@@ -62,7 +62,8 @@ def test_update_with_no_signal_changes_nothing(tiny_model_dir):
 
 def test_the_update_recomputes_layers_and_computes_logits_only_for_sampled_tokens(tiny_model_dir):
     """Where a long prompt's memory went: every layer's activations kept for the backward pass, and a
-    vocabulary-wide logit row per prompt token. The update keeps neither, and computes the same values."""
+    vocabulary-wide logit row per prompt token. The update keeps neither, and computes the same values.
+    Turns that share a prompt are scored in one pass (training.packing)."""
     from training.policy import LoraSettings
 
     policy = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
@@ -84,5 +85,6 @@ def test_the_update_recomputes_layers_and_computes_logits_only_for_sampled_token
     finally:
         for hook in hooks:
             hook.remove()
-    assert head_rows == [len(sample.completion_ids) + 1] * 2  # one forward per episode, its sampled positions only
-    assert len(layer_calls) == 2 * 2 * len(layers)  # each layer again in the backward pass (gradient checkpointing)
+    # both turns in one packed pass (they share the prompt), logits at their sampled positions only
+    assert head_rows == [2 * len(sample.completion_ids)]
+    assert len(layer_calls) == 2 * len(layers)  # each layer again in the backward pass (gradient checkpointing)

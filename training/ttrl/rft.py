@@ -20,7 +20,8 @@ from backend.prompts.planner import PLAN_PREFILL, plan_messages
 from backend.provenance import read_provenance
 from memory_db import Memory, MemoryNotFoundError
 from training.episode import EpisodeSettings
-from training.grpo import UpdateStats, completion_logprobs
+from training.grpo import UpdateStats
+from training.packing import pack, packed_logprobs
 from training.policy import PolicyChatModel, TurnSample
 from training.ttrl.signals import Signal
 
@@ -66,18 +67,18 @@ def plan_sample(policy: PolicyChatModel, manager: Manager, memory: Memory, *, to
 def rft_update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, samples: Sequence[TurnSample], *,
                temperature: float = 1.0, max_grad_norm: float = 1.0,
                before_each: Callable[[], None] | None = None) -> UpdateStats:
-    """One optimizer step on the mean negative log-likelihood of every plan token (one sequence at a
-    time, as GRPO's update, so peak memory stays at one example)."""
+    """One optimizer step on the mean negative log-likelihood of every plan token, the examples scored
+    in packs as GRPO's update scores its turns (training.packing)."""
     total_tokens = sum(len(sample.completion_ids) for sample in samples)
     if total_tokens == 0:
         return UpdateStats(loss=0.0, tokens=0, clipped_fraction=0.0, grad_norm=0.0)
     model.train()
     optimizer.zero_grad(set_to_none=True)
     loss_value = 0.0
-    for sample in samples:
+    for packed in pack(samples):
         if before_each is not None:
             before_each()
-        loss = -completion_logprobs(model, sample, temperature).sum() / total_tokens
+        loss = -sum(logprobs.sum() for logprobs in packed_logprobs(model, packed, temperature)) / total_tokens
         loss.backward()
         loss_value += float(loss.detach())
     grad_norm = float(torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], max_grad_norm))
