@@ -193,7 +193,7 @@ LEARNER_WORKERS = ("process", "thread", "external")
 LEARNER_WEIGHT_DTYPES = ("bfloat16", "float32")
 LEARNERS = ("grpo", "rft", "none")
 SELECTIONS = ("memory", "majority")
-SAMPLERS = ("transformers", "llamacpp")
+SAMPLERS = ("auto", "transformers", "llamacpp")
 
 
 @dataclass(frozen=True)
@@ -240,8 +240,9 @@ class LearningConfig:
     # (training/ttrl/selection.py): "memory" (the plan most like past successful ones) or "majority".
     selection: str = "memory"
     # What samples the rollouts: "transformers" (the trained copy, ~2.3 tokens/s here) or "llamacpp" (a
-    # llama.cpp Planner with the version's adapter, ~15 tokens/s; the trained copy only scores them).
-    sampler: str = "transformers"
+    # llama.cpp Planner with the version's adapter, ~15 tokens/s; the trained copy only scores them);
+    # "auto": llamacpp where the Planner runs on llama.cpp, the trained copy otherwise.
+    sampler: str = "auto"
 
 
 @dataclass(frozen=True)

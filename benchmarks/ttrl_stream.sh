@@ -8,7 +8,7 @@
 # Every stage resumes: run the script again and reported questions are skipped. One job at a time.
 # Usage: bash benchmarks/ttrl_stream.sh [OUT]   (default .mia/ttrl-stream, not kept in git)
 # Environment: N (150), K (4), B (4), SELECTION (memory | majority), DATA (data/hotpotqa/dev.jsonl),
-#   SAMPLER (transformers | llamacpp: where rollouts are sampled, ttrl.sampler), VARIANTS (the streams,
+#   SAMPLER (auto | transformers | llamacpp: where rollouts are sampled, ttrl.sampler), VARIANTS (the streams,
 #   default "none grpo rft"), EVALS (the paired evaluations, default "none mia"). Seconds per signal and
 #   per update, and the machine's load (load.log), land in the table; e.g. the sampler's speed alone:
 #   SAMPLER=llamacpp N=8 DATA=data/hotpotqa/train.jsonl VARIANTS=grpo EVALS= bash benchmarks/ttrl_stream.sh
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-150}"; K="${K:-4}"; B="${B:-4}"; SELECTION="${SELECTION:-memory}"
 DATA="${DATA:-data/hotpotqa/dev.jsonl}"
-SAMPLER="${SAMPLER:-transformers}"
+SAMPLER="${SAMPLER:-auto}"
 VARIANTS="${VARIANTS-none grpo rft}"; EVALS="${EVALS-none mia}"
 OUT="${1:-.mia/ttrl-stream}/$(basename "$DATA" .jsonl)-$N-$SAMPLER"
 APP_DATA="$(.venv/bin/python -c 'from backend.config import load_config; print(load_config().data_dir)')"

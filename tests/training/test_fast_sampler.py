@@ -108,3 +108,23 @@ def test_the_learner_samples_on_llamacpp_trains_the_copy_and_samples_the_new_ver
         assert learner._rollout_policy(learner.policy()).name.endswith("+v0001") and sampled_with[-1] == "v0001"
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("sampler, backend, samples_on_llamacpp", [
+    ("auto", "llamacpp", True), ("auto", "embedded", False), ("transformers", "llamacpp", False),
+    ("llamacpp", "llamacpp", True)])
+def test_which_sampler_the_learner_gets(sampler, backend, samples_on_llamacpp):
+    from backend.config import load_config
+    from training.ttrl.live import fast_sampler_for
+
+    config = load_config(environ={"MIA_TTRL_SAMPLER": sampler, "MIA_PLANNER_BACKEND": backend})
+    assert (fast_sampler_for(config) is not None) is samples_on_llamacpp  # nothing loads before a version is asked for
+
+
+def test_a_llamacpp_sampler_without_a_llamacpp_planner_says_what_to_set():
+    from backend.config import ConfigError, load_config
+    from training.ttrl.live import fast_sampler_for
+
+    config = load_config(environ={"MIA_TTRL_SAMPLER": "llamacpp", "MIA_PLANNER_BACKEND": "embedded"})
+    with pytest.raises(ConfigError, match='set ttrl.sampler = "transformers"'):
+        fast_sampler_for(config)

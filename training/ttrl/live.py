@@ -75,11 +75,12 @@ def prepare_for_apps(config: Config, version: Version) -> None:
 
 
 def fast_sampler_for(config: Config):
-    """ttrl.sampler = "llamacpp": the llama.cpp model answering with a Planner version (its adapter
-    converted to GGUF once); None for the trained copy's own sampling."""
-    if config.ttrl.sampler != "llamacpp":
+    """ttrl.sampler = "llamacpp", or "auto" with a llama.cpp Planner: the llama.cpp model answering with
+    a Planner version (its adapter converted to GGUF once); None for the trained copy's own sampling."""
+    on_llamacpp = config.role("planner").backend == "llamacpp"
+    if config.ttrl.sampler == "transformers" or (config.ttrl.sampler == "auto" and not on_llamacpp):
         return None
-    if config.role("planner").backend != "llamacpp":
+    if not on_llamacpp:
         raise ConfigError(f"ttrl.sampler: \"llamacpp\" samples on the Planner's llama.cpp model, but roles.planner "
                           f"runs on {config.role('planner').backend!r}; set ttrl.sampler = \"transformers\".")
     return lambda version: planner_model_for(config, version)
