@@ -48,7 +48,7 @@ from backend.prompts.manager import (
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence
-from backend.hops import Hop, fill, hops_from, last_hop_answers, weakest, worked_examples
+from backend.hops import Hop, answering_hop, fill, hops_from, weakest, worked_examples
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
 from memory_db.lifecycle import is_verified
@@ -389,8 +389,9 @@ class EpisodeLoop:
         """A plan of sub-questions (backend.hops): each hop researched and read on its own, earlier
         answers filled into later hops; reflection checks each hop's answer against a retrieved sentence
         and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
-        last hop's when that hop builds on an earlier answer (backend.hops.last_hop_answers); otherwise,
-        and for a closed question, it is read for the question from every hop's results."""
+        answering hop's (backend.hops.answering_hop: the last one built on an earlier answer, unless it is
+        a side check); without one, and for a closed question, it is read for the question from every
+        hop's results."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
         if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1): its hops as written
             subquestions = list(episode.plan_steps)
@@ -422,7 +423,8 @@ class EpisodeLoop:
                             planner_model=f"planner: {planner.model.name}")
             yield from self._research_hops(session, redo, deadline, other_queries=tuple(named_phrases(question)))
         closed = bool(closed_options(question))
-        answer = hops[-1].answer if hops and not closed and last_hop_answers(hops) else ""
+        answering = None if closed else answering_hop(hops, question)
+        answer = answering.answer if answering is not None else ""
         if not answer:
             answer = yield from session.read_answer(question)
         outcome.first_answer = outcome.first_answer or answer

@@ -11,7 +11,7 @@ from app.render_html import transcript_of
 from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, ReflectionDecided
-from backend.hops import fill, parse_subquestions, worked_examples
+from backend.hops import Hop, answering_hop, fill, parse_subquestions, worked_examples
 from backend.prompts.planner import decompose_messages, worked_examples_text
 from backend.replay import replay
 from backend.runlog import RunLog
@@ -100,6 +100,42 @@ def test_hops_side_by_side_leave_the_answer_to_a_reading_of_the_question(ask):
     answer = [e for e in events if isinstance(e, AnswerReady)][-1]
     assert answer.text == "Great Exuma, the Bahamas"  # read for the question, not the last hop's
     assert "Question: " + FESTIVAL in ask.models["executor"].prompts[-1][-1]["content"]
+
+
+def test_a_last_hop_that_checks_what_the_question_gives_does_not_answer_it():
+    def hops(*pairs):
+        return [Hop(number=i, template=t, question=t, answer=a) for i, (t, a) in enumerate(pairs, 1)]
+
+    footballer = "Which retired Argentine footballer who played as a forward was a main player for Valencia CF?"
+    checked = hops(("Who was a retired Argentine footballer who played as a forward?", "Claudio López"),
+                   ("Which team did #1 play for?", "Valencia CF"))  # the team the question names
+    assert answering_hop(checked, footballer).answer == "Claudio López"
+    sport = "Which sport has been played at the BayArena in Leverkusen, Germany, since 1958?"
+    dated = hops(("What sport is played at the BayArena?", "Football"), ("When was #1 first played?", "1888"))
+    assert answering_hop(dated, sport).answer == "Football"  # a date the question does not ask for
+    asked_when = "In which year did the division where the Browns placed fourth adopt its current name?"
+    assert answering_hop(hops(("Which division did the Browns place fourth in?", "AFC North"),
+                              ("When did #1 adopt its current name?", "2002")), asked_when).answer == "2002"
+    bridge = hops(("Which music festival was Billy McFarland charged for?", "Fyre Festival"),
+                  ("Where was #1 supposed to take place?", "Great Exuma"))
+    assert answering_hop(bridge, FESTIVAL).answer == "Great Exuma"
+    assert answering_hop(hops(("Who was charged with fraud?", "Billy McFarland"),
+                              ("Where was #1 charged?", "Manhattan")), FESTIVAL).answer == "Manhattan"
+    unanswered = hops(("Which festival?", "Fyre Festival"), ("Where was #1 held?", ""))
+    assert answering_hop(unanswered, FESTIVAL) is None  # read for the question, not the bridge's entity
+    both_checks = hops(("Who was charged with wire fraud?", "Billy McFarland"), ("When was #1 charged?", "2017"))
+    assert answering_hop(both_checks, FESTIVAL) is None
+    side_by_side = hops(("Which festival?", "Fyre Festival"), ("Where was the festival held?", "Great Exuma"))
+    assert answering_hop(side_by_side, FESTIVAL) is None
+    assert answering_hop(hops((FESTIVAL, "Billy McFarland")), FESTIVAL).answer == "Billy McFarland"  # one hop: as read
+
+
+def test_the_hop_before_a_side_check_answers_the_question(ask):
+    checked = DECOMPOSITION + "\n3. Who was charged with wire fraud for #1?"
+    events = ask(FESTIVAL, [checked], ["Fyre Festival", "Great Exuma"] + ["Billy McFarland"] * 3)
+    hops = [e for e in events if isinstance(e, HopAnswered)]
+    assert [h.answer for h in hops][:3] == ["Fyre Festival", "Great Exuma", "Billy McFarland"]
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
 
 
 def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_hop(ask):
