@@ -3,7 +3,8 @@ decomposition prompt and the checks on its output (backend.hops.sensible) on `tr
 
 For each question it prints the sub-questions kept and why any were left out; then how many
 questions became one hop and why, how many hops the rest have, and, for bridge questions, how often
-the last hop refers to an earlier one (#1) as a chain should.
+the last hop refers to an earlier one (#1) as a chain should, and how many end by asking a date the
+question does not ask for (a side check, backend.hops.answering_hop).
 
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/decompositions.py --limit 30
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backend.config import load_config  # noqa: E402
+from backend.hops import asks_for_time  # noqa: E402
 from backend.planner import Planner  # noqa: E402
 from backend.runtime import make_chat_model  # noqa: E402
 
@@ -38,7 +40,7 @@ def main() -> None:
     path = REPO / "data" / "hotpotqa" / f"{args.split}.jsonl"
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     records = records[args.skip: args.skip + args.limit]
-    one_hop, hop_counts, chained_bridges, bridges = Counter(), Counter(), 0, 0
+    one_hop, hop_counts, chained_bridges, bridges, dated = Counter(), Counter(), 0, 0, 0
     started = time.perf_counter()
     for record in records:
         blueprint = planner.decompose(record["question"])
@@ -52,6 +54,7 @@ def main() -> None:
             one_hop[(blueprint.recovered or "written as one hop").split(":")[0]] += 1
         else:
             hop_counts[len(steps)] += 1
+        dated += len(steps) > 1 and asks_for_time(steps[-1]) and not asks_for_time(record["question"])
         if record.get("type") == "bridge" and len(steps) > 1:
             bridges += 1
             chained_bridges += "#" in steps[-1]
@@ -63,6 +66,7 @@ def main() -> None:
     for hops, count in sorted(hop_counts.items()):
         print(f"| {hops} hops | {count} |")
     print(f"\nBridge questions with 2+ hops whose last hop refers to an earlier one: {chained_bridges} of {bridges}")
+    print(f"Decompositions whose last hop asks when and the question does not (a side check): {dated}")
 
 
 if __name__ == "__main__":
