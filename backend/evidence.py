@@ -16,7 +16,9 @@ from backend.tools.text_ranking import rank_texts, split_sentences, tokenize
 _AUXILIARIES = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had",
                 "will", "would", "should", "may", "might")
 _TAIL_CHOICE = re.compile(r",\s*(?:the\s+)?([^,?]+?)\s+or\s+(?:the\s+)?([^,?]+?)\s*\?*\s*$", re.IGNORECASE)
-_BETWEEN = re.compile(r"^between\s+(?:the\s+)?(.+?)\s+and\s+(?:the\s+)?(.+?)\s*,", re.IGNORECASE)
+# "Between A and B, which ...?", also opened with "In" and without the comma ("In between A and B which ...?").
+_BETWEEN = re.compile(r"^(?:in\s+)?between\s+(?:the\s+)?(.+?)\s+and\s+(?:the\s+)?(.+?)\s*(?:,|\b(?=(?:which|who|whose|what)\b))",
+                      re.IGNORECASE)
 _NAME = r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|for|the|and|de|von|van|in|on|la|le|du)\s+)*[A-Z0-9][\w'’.&-]*)*"
 _HEAD_CHOICE = re.compile(rf"^(?i:is|are|was|were|did|does|do|which|who|what)\b.*?\b({_NAME})\s+or\s+(?:the\s+)?({_NAME})")
 

@@ -26,6 +26,9 @@ def session(model, tools, **kwargs) -> ExecutorSession:
 def test_closed_questions_are_recognised_with_their_options():
     assert choice_options("Who is older, Annie Morton or Terry Richardson?") == ["Annie Morton", "Terry Richardson"]
     assert choice_options("Between Greyia and Calibanus, which genus has more species?") == ["Greyia", "Calibanus"]
+    assert choice_options("In between  Polytechnic University of the Philippines and California Polytechnic State "
+                          "University which was founded as a vocational high school?") == [
+        "Polytechnic University of the Philippines", "California Polytechnic State University"]
     assert choice_options("Which magazine was started first Arthur's Magazine or First for Women?") == [
         "Arthur's Magazine", "First for Women"]
     assert closed_options(NATIONALITY) == ["yes", "no"]
