@@ -166,6 +166,22 @@ def test_copied_examples_and_a_restated_question_are_left_out_of_a_decomposition
     assert sensible(["Who wrote Dracula?", "In which city was #1 born?"], question)[0] == []
 
 
+def test_a_hop_asking_only_who_a_named_person_is_goes_and_its_name_fills_the_hops_after_it():
+    from backend.hops import sensible
+
+    # Qwen-1.5B's decompositions of `train` questions: the first hop's answer would be the name itself.
+    question = "Paul DeBoy is known for an appearance in the Western action-adventure game developed by which company?"
+    kept, note = sensible(["Who is Paul DeBoy?", "What company developed the Western game in which #1 appeared?"], question)
+    assert kept == ["What company developed the Western game in which Paul DeBoy appeared?"]
+    assert "who or what a name the question gives is" in note
+    three = sensible(["Who is Paul DeBoy?", "Which game did #1 appear in?", "Which company developed #2?"], question)[0]
+    assert three == ["Which game did Paul DeBoy appear in?", "Which company developed #1?"]
+    vikings = "Which NCAA record does the quarterback of the Minnesota Vikings hold?"
+    real = ["Who is the quarterback of the Minnesota Vikings?", "What NCAA record does #1 hold?"]
+    assert sensible(real, vikings) == (real, None)  # a description, not a name: a hop of its own
+    assert sensible(["Who is Tom Hanks?", "What film did #1 make?"], question)[0] == []  # a name the question lacks
+
+
 def test_a_decomposition_that_names_nothing_the_question_names_makes_the_question_one_hop():
     from backend.hops import sensible
 
