@@ -71,45 +71,36 @@ def _words(text: str) -> set[str]:
 _IDENTITY = re.compile(r"^(?i:who|what)\s+(?i:is|was|are|were)\s+([A-Z][\w'’.-]*(?:\s+[A-Z0-9][\w'’.-]*)*)\s*\?$")
 
 
-def _without_identity_hops(subquestions: list[str], question: str) -> tuple[list[str], int]:
-    """The sub-questions without those that only ask who or what a name the question gives is ("Who
-    is Paul DeBoy?": its answer is the name itself, which no sentence states as an answer, so the hop
-    is redone and then researched anyway); the hops that refer to one get the name in its place."""
-    kept: list[str] = []
-    names: dict[str, str] = {}  # a hop's number as written -> the name that replaces a reference to it
-    renumbered: dict[str, str] = {}
-    for number, sub in enumerate(subquestions, 1):
-        identity = _IDENTITY.match(sub)
-        if identity and named_in(identity.group(1), question):
-            names[str(number)] = identity.group(1)
-            continue
-        kept.append(_REFERENCE.sub(lambda m: names.get(m.group(1)) or f"#{renumbered.get(m.group(1), m.group(1))}", sub))
-        renumbered[str(number)] = str(len(kept))
-    return kept, len(subquestions) - len(kept)
-
-
 def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | None]:
     """The sub-questions that belong to `question`, and a note on what was left out (None: nothing).
     A hop that neither refers to an earlier one nor shares a word with the question was copied from
     elsewhere (a small model repeats its examples) and goes; a hop that asks the whole question again
     makes the question one hop, and so do hops none of which names anything the question names (a
     decomposition that lost the question's subject: "When did the civil war end?" for a question
-    about Kerensky and the Bolsheviks). A hop that only asks who a name the question gives is goes
-    first, its name written into the hops that refer to it (_without_identity_hops)."""
+    about Kerensky and the Bolsheviks). A hop that only asks who or what a name the question gives is
+    ("Who is Paul DeBoy?": its answer is the name itself, which no sentence states as an answer, so
+    the hop would be redone and then researched anyway) goes, its name written into the hops that
+    refer to it."""
     asked = _words(question)
-    subquestions, identities = _without_identity_hops(subquestions, question)
     kept: list[str] = []
     renumbered: dict[str, str] = {}  # a kept hop's number as written -> as kept
+    identities: dict[str, str] = {}  # a hop asking who a name is, by its number -> that name
     for number, sub in enumerate(subquestions, 1):
+        identity = _IDENTITY.match(sub)
+        if identity and named_in(identity.group(1), question):
+            identities[str(number)] = identity.group(1)
+            continue
+        sub = _REFERENCE.sub(lambda m: identities.get(m.group(1), m.group(0)), sub)
         references = _REFERENCE.findall(sub)
         if any(n not in renumbered for n in references) or not (references or _words(sub) & asked):
             continue  # about nothing the question names, or resting on a hop that went
         kept.append(_REFERENCE.sub(lambda m: f"#{renumbered[m.group(1)]}", sub))
         renumbered[str(number)] = str(len(kept))
-    notes = [f"left out {identities} sub-question(s) asking only who or what a name the question gives is"] if identities else []
-    if len(kept) < len(subquestions):
-        notes.append(f"left out {len(subquestions) - len(kept)} sub-question(s) about nothing the question names "
-                     "or resting on one that was left out")
+    notes = ([f"left out {len(identities)} sub-question(s) asking only who or what a name the question gives is"]
+             if identities else [])
+    if len(kept) + len(identities) < len(subquestions):
+        notes.append(f"left out {len(subquestions) - len(identities) - len(kept)} sub-question(s) about nothing "
+                     "the question names or resting on one that was left out")
     restated = next((sub for sub in kept if asked and len(_words(sub) & asked) >= 0.8 * len(asked)), None)
     if restated is not None and len(kept) > 1:
         kept, notes = [question], notes + ["a sub-question asked the whole question: researching it as one hop"]
