@@ -33,7 +33,8 @@ def group_advantages(rewards: Sequence[float], group_size: int) -> list[float]:
 
 
 def completion_logprobs(model: torch.nn.Module, sample: TurnSample, temperature: float) -> torch.Tensor:
-    """Log-probability of each sampled token given everything before it. Only the positions that
+    """Log-probability of each sampled token given everything before it, one turn in its own pass (the
+    updates score turns packed, training.packing, which must equal this). Only the positions that
     predict sampled tokens get logits (the prompt's would be a vocabulary-wide row per prompt token)."""
     ids = torch.tensor([sample.prompt_ids + sample.completion_ids])
     kept = len(sample.completion_ids) + 1  # the last prompt position predicts the first sampled token

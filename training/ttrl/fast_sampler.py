@@ -4,8 +4,8 @@ Sampling on the float32/bfloat16 transformers copy runs at about 2.3 tokens/s on
 serves the same model at about 15. As verl and TRL do with a fast sampler beside the trainer, the
 rollouts are sampled on llama.cpp with the Planner version's LoRA adapter (converted to GGUF once,
 backend/llm/adapters.py) and recorded as token ids (`TurnSample`); GRPO then computes the
-log-probabilities it needs with one teacher-forced pass of the trained copy per sequence
-(training.grpo.completion_logprobs). Both read the same GGUF's vocabulary, so the ids carry over.
+log-probabilities it needs with teacher-forced passes of the trained copy over the recorded turns
+(training.packing). Both read the same GGUF's vocabulary, so the ids carry over.
 Constrained choices are sampled from the options' summed log-probabilities, as the trained copy's
 policy samples them.
 """
