@@ -171,7 +171,8 @@ def _recorded_path(value: str | None) -> str | None:
     for start in range(1, len(parts)):
         candidate = Path(*parts[start:])
         if (REPO_ROOT / candidate).is_file():
-            return candidate.as_posix()
+            # As portable_path records it: a folder of the repository that links elsewhere keeps the target's path.
+            return portable_path(REPO_ROOT / candidate)
     return value
 
 

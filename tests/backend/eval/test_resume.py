@@ -217,3 +217,23 @@ def test_a_folder_from_before_the_code_was_recorded_resumes_and_records_the_code
     manifest_path.write_text(json.dumps(old), encoding="utf-8")
     manifest = check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)
     assert manifest["code"] is None and manifest["code_resumed"][0]["rows_before"] == SMOKE_QUESTIONS
+
+
+def test_a_folder_reached_through_a_linked_data_folder_resumes(smoke_results, eval_config, tmp_path, monkeypatch):
+    """A checkout whose .mia links to another checkout's records the questions file by its real path,
+    and the next start in the same checkout counts it as the same file."""
+    from backend.eval import spec as spec_module
+
+    repo, elsewhere = tmp_path / "checkout", tmp_path / "other-checkout" / ".mia"
+    elsewhere.mkdir(parents=True)
+    repo.mkdir()
+    (repo / ".mia").symlink_to(elsewhere)
+    shutil.copy(DEV, elsewhere / "questions.jsonl")
+    monkeypatch.setattr(spec_module, "REPO_ROOT", repo)
+    out_dir = tmp_path / "none"
+    out_dir.mkdir()
+    spec = EvalSpec(data=repo / ".mia" / "questions.jsonl", method="none", out_dir=out_dir)
+
+    check_or_write_manifest(spec, eval_config)
+    assert json.loads((out_dir / "eval.json").read_text())["data"] == str(elsewhere / "questions.jsonl")
+    check_or_write_manifest(spec, eval_config)  # the same evaluation: resumes
