@@ -16,10 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from training.policy import TurnSample
 
 MAX_PACK_TOKENS = 2048  # tokens in one packed pass: the attention mask is this squared
+# Sampled positions whose vocabulary-wide logits exist at once. A pack predicts up to ~2,000 tokens,
+# and their float32 logits, log-softmax and gradients over Qwen's 151,936 words held together are
+# gigabytes; 256 rows at a time, recomputed in the backward pass, are about 150 MB each.
+LOGIT_ROWS = 256
 
 
 @dataclass
@@ -97,7 +102,19 @@ def packed_logprobs(model: torch.nn.Module, packed: Pack, temperature: float) ->
                & ((completion_ids[None, :] == -1) | (completion_ids[None, :] == completion_ids[:, None])))
     dtype = next(model.parameters()).dtype
     mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)[None, None]
-    logits = model(input_ids=torch.tensor([ids]), attention_mask=mask, position_ids=torch.tensor([positions]),
-                   use_cache=False, logits_to_keep=torch.tensor(kept)).logits[0].float() / temperature
-    logprobs = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(targets)[:, None]).squeeze(1)
-    return list(torch.split(logprobs, spans))
+    hidden = model.get_decoder()(input_ids=torch.tensor([ids]), attention_mask=mask,
+                                 position_ids=torch.tensor([positions]), use_cache=False).last_hidden_state[0, kept]
+    head = model.get_output_embeddings()
+    pieces = []
+    for rows, wanted in zip(hidden.split(LOGIT_ROWS), torch.tensor(targets).split(LOGIT_ROWS)):
+        if torch.is_grad_enabled():  # keep no logits for the backward pass: it recomputes them per chunk
+            pieces.append(checkpoint(_token_logprobs, head, rows, wanted, temperature, use_reentrant=False))
+        else:
+            pieces.append(_token_logprobs(head, rows, wanted, temperature))
+    return list(torch.split(torch.cat(pieces), spans))
+
+
+def _token_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor,
+                    temperature: float) -> torch.Tensor:
+    logits = head(hidden).float() / temperature
+    return torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).squeeze(1)

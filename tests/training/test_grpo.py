@@ -77,7 +77,7 @@ def test_the_update_recomputes_layers_and_computes_logits_only_for_sampled_token
 
     head_rows, layer_calls = [], []
     layers = model.get_base_model().model.layers
-    hooks = [model.get_output_embeddings().register_forward_hook(lambda _m, args, _o: head_rows.append(args[0].shape[1]))]
+    hooks = [model.get_output_embeddings().register_forward_hook(lambda _m, args, _o: head_rows.append(args[0].shape[-2]))]
     hooks += [layer.register_forward_pre_hook(lambda *_: layer_calls.append(1)) for layer in layers]
     try:
         optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-3)
@@ -85,6 +85,7 @@ def test_the_update_recomputes_layers_and_computes_logits_only_for_sampled_token
     finally:
         for hook in hooks:
             hook.remove()
-    # both turns in one packed pass (they share the prompt), logits at their sampled positions only
-    assert head_rows == [2 * len(sample.completion_ids)]
+    # both turns in one packed pass (they share the prompt), logits at their sampled positions only,
+    # computed again in the backward pass instead of kept
+    assert head_rows == [2 * len(sample.completion_ids)] * 2
     assert len(layer_calls) == 2 * len(layers)  # each layer again in the backward pass (gradient checkpointing)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from training.grpo import completion_logprobs
+from training import packing
 from training.packing import pack, packed_logprobs
 from training.policy import LoraSettings, PolicyChatModel, TurnSample
 
@@ -38,7 +39,8 @@ def test_samples_sharing_a_prompt_are_laid_out_once_within_the_token_budget(tiny
     assert len(small) > 1
 
 
-def test_packed_log_probabilities_and_gradients_equal_one_pass_per_turn(tiny_model_dir):
+def test_packed_log_probabilities_and_gradients_equal_one_pass_per_turn(tiny_model_dir, monkeypatch):
+    monkeypatch.setattr(packing, "LOGIT_ROWS", 4)  # logits in several chunks, boundaries inside turns
     torch.manual_seed(0)
     policy = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
     with torch.no_grad():  # a LoRA starts as a no-op: move it so that its gradient path is exercised
@@ -62,4 +64,5 @@ def test_packed_log_probabilities_and_gradients_equal_one_pass_per_turn(tiny_mod
         for index, logprobs in enumerate(separate):
             assert torch.allclose(packed[index], logprobs, atol=1e-5), index
         found = gradients(sum(weights[i] * lp.sum() for i, lp in packed.items()))
-        assert all(torch.allclose(a, b, atol=1e-5, rtol=1e-4) for a, b in zip(found, expected))
+        # float32 sums taken in another order: within 1e-5 of each gradient's scale
+        assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(found, expected))
