@@ -63,6 +63,7 @@ def build_runtime(config: Config, *, progress: bool = True, dense_in_background:
         embedder=embedder if config.search.hybrid else None,
         visit_allow_private=config.search.visit_allow_private,
         image_index_dir=config.data_dir / "images" if (config.data_dir / "images").is_dir() else None,
+        image_min_similarity=config.agent.caption_min_similarity,
         dense_in_background=dense_in_background,
         documents=documents,
         extra=[CalculatorTool()] if config.search.calculator else [],

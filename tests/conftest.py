@@ -81,9 +81,11 @@ def qwen_gguf(request: pytest.FixtureRequest, _qwen_assembled: Path) -> Path:
 @pytest.fixture(scope="session")
 def shared_tools():
     """The real tools on the real sandbox-wiki index (BM25), cached under <repo>/.mia/test-cache/index."""
+    from backend.config import AgentConfig
     from backend.tools import build_tools
 
-    return build_tools(cache_dir=REPO_ROOT / ".mia" / "test-cache" / "index", web_enabled=False, progress=False)
+    return build_tools(cache_dir=REPO_ROOT / ".mia" / "test-cache" / "index", web_enabled=False, progress=False,
+                       image_min_similarity=AgentConfig().caption_min_similarity)  # as the app builds them
 
 
 @pytest.fixture(scope="session")

@@ -34,6 +34,7 @@ def build_tools(
     embedder: Embedder | None = None,
     visit_allow_private: bool = False,
     image_index_dir: Path | None = None,
+    image_min_similarity: float = 0.0,
     dense_in_background: bool = False,
     documents: DocumentStore | None = None,
     extra: Iterable[Tool] = (),
@@ -50,7 +51,8 @@ def build_tools(
         missing = [folder for folder in image_folders if not Path(folder).is_dir()]
         if missing:
             raise ToolSetupError(f"image_index_dir {missing[0]} is not a folder; give a folder of images (and titles.json).")
-        tools.append(ImageSearchTool(ImageIndex.load_or_build(image_folders, Path(cache_dir), progress=progress)))
+        index = ImageIndex.load_or_build(image_folders, Path(cache_dir), progress=progress)
+        tools.append(ImageSearchTool(index, min_similarity=image_min_similarity))
     tools += list(extra)
     for tool in tools:
         problems = schema_problems(tool.parameters)

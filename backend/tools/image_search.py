@@ -13,7 +13,7 @@ MATCHES = 3
 class ImageSearchTool(BaseTool):
     name = "image_search"
     description = (
-        "Find the titles of the 3 indexed images that look most like a local image file "
+        "Find the titles of up to 3 indexed images that look like a local image file "
         "(use it when the question comes with an image), then search those titles."
     )
     capabilities = ToolCapabilities(needs_image=True, once_per_question=True, captions_images=True)
@@ -23,16 +23,24 @@ class ImageSearchTool(BaseTool):
         "required": ["image"],
     }
 
-    def __init__(self, index: ImageIndex) -> None:
+    def __init__(self, index: ImageIndex, min_similarity: float = 0.0) -> None:
         self.index = index
+        # A less similar match is not evidence of what the image shows (a printed notice's nearest
+        # indexed image is some flag at 0.8): neither its title nor a passage reaches the model.
+        self.min_similarity = min_similarity
 
     def run(self, arguments: dict) -> tuple[str, list[Passage]]:
         image = Path(arguments["image"].strip()).expanduser()
         matches = self.index.search(image, k=MATCHES)
         passages = [
             Passage(title=entry.title, text=f"indexed image {entry.path.name}", source="image-index", score=score)
-            for entry, score in matches
+            for entry, score in matches if score >= self.min_similarity
         ]
+        if not passages:
+            best = max((score for _, score in matches), default=0.0)
+            return (f"No indexed image looks like {image.name}: the most similar is {best:.2f} alike, below the "
+                    f"{self.min_similarity:.2f} a match needs. Research the question from the image's text and "
+                    "its own words."), []
         lines = [f"Indexed images most similar to {image.name} (similarity 0-1):"]
         lines += [f"[{n}] {passage.title} ({passage.score:.2f})" for n, passage in enumerate(passages, start=1)]
         return "\n".join(lines), passages

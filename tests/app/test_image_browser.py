@@ -83,8 +83,11 @@ def test_a_notice_image_shows_its_ocr_text_thumbnail_and_no_caption_and_the_repo
     for line in page.locator("#trace summary").all():  # every step open: its arguments shown too
         line.click()
     assert_no_path(page, path)
-    # the guided Executor searches the image index first: the step names the file, never its path
-    assert "image_search “your image (notice.png)”" in page.locator("#trace").inner_text()
+    # the guided Executor searches the image index first: the step names the file, never its path,
+    # and no indexed image is alike enough for its title to reach the model
+    trace = page.locator("#trace").inner_text()
+    assert "image_search “your image (notice.png)”" in trace
+    assert "image_search “your image (notice.png)” → no passages" in trace and "Flag of" not in trace
 
     with page.expect_download() as download:
         page.locator("#download-report").click()

@@ -66,6 +66,26 @@ def test_the_answer_lists_three_titles_with_similarities(demo_index, tmp_path):
     assert {passage.source for passage in result.passages} == {"image-index"}
 
 
+def test_below_the_similarity_a_match_needs_no_title_reaches_the_model(demo_index, tmp_path):
+    """A printed notice's nearest indexed image is some flag: neither its title nor a passage comes
+    back, only the best similarity; a copy of an indexed flag still finds its title."""
+    notice = Image.new("RGB", (640, 360), "white")
+    draw = ImageDraw.Draw(notice)
+    for line, text in enumerate(["Harbour of Vellmark", "Tariff 2025: 17 crowns per tonne", "Landing fees apply"]):
+        draw.text((40, 60 + 60 * line), text, fill="black")
+    notice.save(tmp_path / "notice.png")
+    tool = ImageSearchTool(demo_index, min_similarity=0.92)
+
+    nearest = ImageSearchTool(demo_index)({"image": str(tmp_path / "notice.png")}).passages[0]
+    result = tool({"image": str(tmp_path / "notice.png")})
+    assert result.ok and result.passages == []
+    assert f"the most similar is {nearest.score:.2f} alike, below the 0.92 a match needs" in result.content
+    assert "Flag" not in result.content
+
+    flag = tool({"image": str(perturbed_copies(DEMO_SOURCE / "sweden.png", tmp_path)[0])})
+    assert [p.title for p in flag.passages] == ["Flag of Sweden"] and "[1] Flag of Sweden" in flag.content
+
+
 def test_a_users_folder_extends_the_index_and_the_cache_follows_it(tmp_path):
     mine = tmp_path / "my-images"
     mine.mkdir()
