@@ -49,6 +49,7 @@ from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence
 from backend.hops import Hop, answering_hop, fill, hops_from, weakest, worked_examples
+from backend.image_gaps import image_heading
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
 from memory_db.lifecycle import is_verified
@@ -454,6 +455,7 @@ class EpisodeLoop:
         )
         if self._image_text:
             session.passages.append(image_text_passage(self._image_text))
+            session.image_heading = image_heading(self._image_text)
         return session
 
     def _from_taught(self, episode: EpisodeInput, taught: TaughtAnswer, caption: str | None, run_tools: dict,

@@ -23,6 +23,7 @@ from backend.prompts.manager import IMAGE_TEXT_SOURCE
 from backend.protocol import clean_query
 from backend.reader import AnswerReading
 from backend.hops import Hop
+from backend.image_gaps import gap_query
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
 
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
@@ -78,6 +79,7 @@ class ExecutorSession(AnswerReading):
         self.question = ""
         self._before_replan: tuple[str, int, list[str]] | None = None  # answer, tool calls, read_from
         self.image = image
+        self.image_heading = ""  # the heading of the text OCR read in the image (backend.image_gaps)
         self.turns: list[_Turn] = []
         self.steps: list[Step] = []
         self._steps_reported = 0
@@ -304,6 +306,13 @@ class ExecutorSession(AnswerReading):
         if not self.model.traits.small and closed_options(question):
             needed = 2
         must_search = searches < needed and bool(evidence_options)
+        gap = self._image_gap(question, [n for n in evidence_options if guided[n].query_argument])
+        if gap is not None:
+            tool, query = gap
+            yield Recovery(self.run_id, turn=turn, reason="the image's text does not cover this",
+                           action=f"searching {query!r}", routine=True)
+            yield from self.search(tool, query)
+            return
         if not must_search and self._sees_every_result():
             # A larger model drafts the answer from its conversation (cached: a second or two) and
             # stops as soon as the draft is one the results state; otherwise it searches on.
@@ -361,6 +370,17 @@ class ExecutorSession(AnswerReading):
         yield from self.search(action, query, head)
         if self.steps:
             self.steps[-1].think = thought
+
+    def _image_gap(self, question: str, query_tools: list[str]) -> tuple[str, str] | None:
+        """(tool, query) for what the question's image text leaves to search (backend.image_gaps), once
+        the image index has had its turn; None without image text or a query tool."""
+        image_first = any(self.tools[n].capabilities.needs_image for n in self.tools
+                          if n not in {s.tool for s in self.steps} and self.tools[n].capabilities.guided)
+        if not query_tools or image_first or not any(p.get("source") == IMAGE_TEXT_SOURCE for p in self.passages):
+            return None
+        titles = [p["title"] for p in self.passages if p.get("source") != IMAGE_TEXT_SOURCE]
+        query = gap_query(question, self.image_heading, titles, self.searched_queries())
+        return (query_tools[0], query) if query else None
 
     def image_states(self, answer: str, question: str) -> bool:
         """The text OCR read in the question's own image states the answer: the person's evidence, not

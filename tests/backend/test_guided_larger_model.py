@@ -145,3 +145,33 @@ def test_a_draft_the_questions_own_image_states_ends_the_run_after_one_search(la
     events = asked(larger_model_class("executor", ["Vellmark tariff", "17 crowns per tonne", "Vellmark harbour dues",
                                                    "17 crowns per tonne"]), [stated_by_a_result])
     assert len(searched(events)) == 2
+
+
+def test_what_the_image_text_leaves_out_is_searched_by_name_before_any_written_query(larger_model_class,
+                                                                                      shared_tools):
+    """A page about one of a comparison's two people: the other is searched by name, with no query
+    written by the model; a page naming the region a question only describes: the region is searched.
+    Without the image's text, the model's own query goes first."""
+    from backend.prompts.manager import image_text_passage
+
+    def asked(question, page, heading, outputs):
+        session = ExecutorSession(larger_model_class("executor", outputs), {"search": shared_tools["search"]},
+                                  RunMeter(), "run", guided=True)
+        session.start(question, [])
+        if page:
+            session.passages.append(image_text_passage(page))
+            session.image_heading = heading
+        return list(session.run(question, max_turns=4, deadline=time.monotonic() + 60))
+
+    born_first = "Who was born first, Marino Girolami or Daniel Myrick?"
+    page = "Daniel Myrick\n\nDaniel Myrick (born September 3, 1963) is an American film director."
+    events = asked(born_first, page, "Daniel Myrick", ["Daniel Myrick birth", "Marino Girolami"])
+    assert searched(events)[0] == "Marino Girolami"
+    assert any(isinstance(e, Recovery) and e.reason == "the image's text does not cover this"
+               and e.action == "searching 'Marino Girolami'" for e in events)
+    assert searched(asked(born_first, "", "", ["Daniel Myrick birth", "Marino Girolami"]))[0] == "Daniel Myrick birth"
+
+    region = "The southernmost administrative region of Denmark is well-known for creating what products?"
+    page = "Region Zealand\n\nRegion Zealand is the southernmost administrative region of Denmark."
+    events = asked(region, page, "Region Zealand", ["Danish products", "beer"])
+    assert searched(events)[0] == "Region Zealand"
