@@ -49,7 +49,7 @@ from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence
 from backend.hops import Hop, answering_hop, fill, hops_from, weakest, worked_examples
-from backend.image_gaps import image_heading
+from backend.image_gaps import gap_query, image_heading
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
 from memory_db.lifecycle import is_verified
@@ -370,8 +370,12 @@ class EpisodeLoop:
                                 run_tools: dict) -> Generator[Event, None, bool]:
         """agent.image_text_first: before any plan, read the answer from the question's image text alone.
         When that text states it, and it repeats no word of the question (a first hop's entity would),
-        the run answers with it, cited to the image, without a plan or a search; returns whether it did."""
+        the run answers with it, cited to the image, without a plan or a search; returns whether it did.
+        An image whose text leaves a search to do (backend.image_gaps: a comparison's other option, the
+        bridge its heading names) holds part of the answer at most: it is researched."""
         question, outcome = episode.question, self.outcome
+        if gap_query(question, image_heading(self._image_text), [], set()) is not None:
+            return False
         session = self._session(episode, run_tools)
         session.start(question, [], caption)
         draft = yield from session.read_answer(question, draft=True)

@@ -8,7 +8,9 @@ question comes with image text:
 
 - a comparison's every option needs a passage about it (the page's heading, or a retrieved passage's
   title): the first option without one is searched by its name;
-- a page whose heading the question does not name introduced the bridge: its heading is searched.
+- a page whose heading the question does not name introduced the bridge: its heading is searched,
+  unless the question asks about the image itself ("the notice in this image"): then the image is
+  the subject, not a first hop.
 
 Each is searched once; no model call writes these queries.
 """
@@ -24,6 +26,8 @@ from backend.tools.text_ranking import tokenize
 _HEADING_MAX_WORDS = 8
 _COMPARING = re.compile(r"\b(?:first|earlier|earliest|older|oldest|younger|youngest|later|both)\b", re.IGNORECASE)
 _CAPITALISED = re.compile(r"\b[A-Z0-9][\w'’.&-]*")
+_THE_IMAGE = re.compile(r"\b(?:this|the|that)\s+(?:image|picture|photo|photograph|scan|screenshot|notice|sign|poster|"
+                        r"page|document|label|chart|flag)\b|\b(?:pictured|shown here)\b", re.IGNORECASE)
 
 
 def image_heading(text: str) -> str:
@@ -78,7 +82,7 @@ def gap_query(question: str, heading: str, titles: Iterable[str], searched: set[
         name = thing[first.start():] if first else thing  # "two scientists Ernst Messerschmid": the name
         if name.lower() not in searched and not any(is_about(title, thing) for title in about):
             return name
-    if compared or not heading or heading.lower() in searched:
+    if compared or not heading or heading.lower() in searched or _THE_IMAGE.search(question):
         return None
     heading_words, asked = _name_words(heading), set(tokenize([question])[0])
     return heading if heading_words and not heading_words <= asked else None

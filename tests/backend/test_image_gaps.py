@@ -48,3 +48,8 @@ def test_a_heading_the_question_does_not_name_is_the_bridge_to_search():
     assert gap_query("New York State Route 9R rejoins its parent in a hamlet in what New York County?",
                      "New York State Route 9R", [], set()) is None
     assert gap_query(question, "", [], set()) is None
+
+
+def test_a_question_about_the_image_itself_has_no_bridge_to_search():
+    assert gap_query("What tariff per tonne does the notice in this image state?", "HARBOUR OF VELLMARK", [], set()) is None
+    assert gap_query("Which harbour charges the tariff shown here?", "HARBOUR OF VELLMARK", [], set()) is None

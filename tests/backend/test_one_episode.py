@@ -220,7 +220,7 @@ def test_with_image_text_first_an_answer_the_image_states_is_given_before_any_pl
     config = served_config(tmp_path)
     config = replace(config, agent=replace(config.agent, image_text_first=True))
 
-    def ask(reader_says):
+    def ask(reader_says, image=image, question=question):
         models = {role: scripted_model_class(role) for role in ("planner", "judge", "manager")}
         models["planner"].outputs.extend(["1. Search for the Vellmark harbour tariff"])
         models["executor"] = scripted_model_class("executor", [reader_says, answer_turn("17 crowns")])
@@ -241,6 +241,13 @@ def test_with_image_text_first_an_answer_the_image_states_is_given_before_any_pl
     # An answer the image's text does not state (a bridge question's next hop) is researched as usual.
     models, events = ask("Tulsa")
     assert any(isinstance(e, PlanReady) for e in events) and models["planner"].prompts
+
+    # A page about one side of a comparison states a year, but the other side is not on it: researched.
+    page = notice_image(tmp_path / "page.png", ["Daniel Myrick", "Daniel Myrick (born 1963) is a director"])
+    models, events = ask("1963", image=page,
+                         question="In which year was the older of Marino Girolami and Daniel Myrick born?")
+    assert any(isinstance(e, PlanReady) for e in events) and models["planner"].prompts
+    assert not any(isinstance(e, Recovery) and e.action == "answered from it, without a plan or a search" for e in events)
 
 
 def test_an_image_index_match_is_a_caption_only_when_it_is_that_alike(tmp_path, shared_tools, embedder, scripted_model_class):
