@@ -10,7 +10,8 @@ context trimming and recoveries of the app.
 Memory: the base weights may load in bfloat16 (half of float32; LoRA adapters stay float32), and
 training recomputes each layer's activations in the backward pass instead of keeping every layer's
 (gradient checkpointing): a Planner prompt of a few thousand tokens otherwise holds gigabytes of
-activations on a 1.5B model (benchmarks/learner_memory_bench.py measures the peak).
+activations on a 1.5B model (benchmarks/learner_memory_bench.py measures the peak); and the
+process returns what a step frees (training.freed_memory).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from backend.llm.base import Choice, Completion, check_options
 from backend.llm.embedded import EmbeddedChatModel
+from training.freed_memory import map_large_blocks
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -45,6 +47,7 @@ class PolicyChatModel(EmbeddedChatModel):
                  adapter_dir: Path | None = None, dtype: torch.dtype = torch.float32) -> None:
         """`adapter_dir` continues training a saved LoRA adapter (its own r and alpha) instead of a fresh one;
         `dtype`: the base weights' (peft keeps the adapters in float32 over bfloat16 weights)."""
+        map_large_blocks()
         # No repetition penalty: sampling must follow the policy's own distribution.
         super().__init__(model_dir, repetition_penalty=1.0, name=f"policy:{Path(model_dir).name}", dtype=dtype)
         self.temperature = temperature
