@@ -82,6 +82,12 @@ _SEARCH_OPENING = re.compile(
     r"^(?:search|find|look|locate|retrieve|research)(?:\s+(?:up|for|on|about|into|the web for))*"
     r"(?:\s+(?:information|info|details|data|facts|records)(?:\s+(?:on|about|regarding|of))?)?\s+", re.IGNORECASE)
 
+# Where a step says to look ("... in a reliable news source", "... on the internet"): no query's words.
+_WHERE_TO_LOOK = re.compile(
+    r"\s+(?:in|on|from|using|via|through|across)\s+(?:(?:a|an|the|other|various|multiple|reliable|online|official|"
+    r"trusted|credible)\s+)*(?:internet|web|online|news|encyclopedias?|sources?|websites?|databases?|search engines?|"
+    r"IMDb|Wikipedia|Google)\b.*$", re.IGNORECASE)
+
 
 def search_query(step: str) -> str | None:
     """What a search step of a plan asks to look up, as a query ("Search for information on X's
@@ -89,8 +95,9 @@ def search_query(step: str) -> str | None:
     synthesis): its prose is no query."""
     if not is_search_step(step):
         return None
-    query = _SEARCH_OPENING.sub("", step.strip(), count=1).rstrip(" .")
-    return query or None
+    query = _WHERE_TO_LOOK.sub("", _SEARCH_OPENING.sub("", step.strip(), count=1).rstrip(" ."))
+    quoted = re.fullmatch(r'"([^"]{2,80})"', query)
+    return (quoted.group(1) if quoted else query) or None
 
 
 class Planner:

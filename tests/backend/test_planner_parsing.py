@@ -65,6 +65,13 @@ QWEN_TRAIN_STEPS = {
         'both "Hey Pa! There\'s a Goat on the Roof" and "Poleconomy"',
     "Compare the features, benefits, and drawbacks of each product.": None,
     "Synthesize the findings to determine which product came to market first.": None,
+    # where to look is no part of a query; a step that quotes its one query is that query
+    'Search for "Denmark southernmost administrative region" in a reliable news source or encyclopedia.':
+        "Denmark southernmost administrative region",
+    'Search for "The Million Dollar Duck" on the internet.': "The Million Dollar Duck",
+    'Search for information about Kung Fu Magoo and her role in "Naruto" on reliable sources such as IMDb, '
+    "Wikipedia, or other animation-related websites.": 'Kung Fu Magoo and her role in "Naruto"',
+    "Search for Nate Albert's information on Capitol Records' website.": "Nate Albert's information on Capitol Records' website",
 }
 
 
