@@ -190,6 +190,7 @@ class EpisodeLoop:
         self.run_id = run_id
         self.outcome: EpisodeOutcome | None = None
         self._image_text = ""  # what OCR read in the question's image
+        self._caption_without_text: str | None = None  # the caption before that text was added to it
 
     # -- steps of the episode -----------------------------------------------------------------
     def _caption(self, episode: EpisodeInput) -> tuple[str | None, str | None]:
@@ -204,7 +205,12 @@ class EpisodeLoop:
         if not text:
             return caption, source
         self._image_text = protocol.neutralise(text)
+        self._caption_without_text = caption
         return caption_with_ocr(caption, self._image_text), f"{source}+ocr" if source else "ocr"
+
+    def _executor_caption(self, caption: str | None) -> str | None:
+        """The caption the Executor's first turn shows: without the image's text, which that turn shows whole."""
+        return self._caption_without_text if self._image_text else caption
 
     def _describe(self, episode: EpisodeInput) -> tuple[str | None, str | None]:
         """The image's caption: the user's, a vision model's, else the best match of a tool that
@@ -341,7 +347,7 @@ class EpisodeLoop:
         outcome.first_plan_step_count = len(steps_done)
 
         session = outcome.session = self._session(episode, run_tools)
-        session.start(question, steps_done, caption, context=method.executor_notes(successful, failed))
+        session.start(question, steps_done, self._executor_caption(caption), context=method.executor_notes(successful, failed))
         yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
         outcome.first_answer = session.answer
 
@@ -377,7 +383,7 @@ class EpisodeLoop:
         if gap_query(question, image_heading(self._image_text), [], set()) is not None:
             return False
         session = self._session(episode, run_tools)
-        session.start(question, [], caption)
+        session.start(question, [], self._executor_caption(caption))
         draft = yield from session.read_answer(question, draft=True)
         if not draft or shares_a_question_word(draft, question) or not session.image_states(draft, question):
             return False
@@ -413,7 +419,7 @@ class EpisodeLoop:
             subquestions = blueprint.steps
         outcome.first_plan_step_count = len(subquestions)
         session = outcome.session = self._session(episode, run_tools)
-        session.start(question, subquestions, caption, context=self.method.executor_notes(successful, failed))
+        session.start(question, subquestions, self._executor_caption(caption), context=self.method.executor_notes(successful, failed))
         hops = outcome.hops = hops_from(subquestions)
         yield from self._research_hops(session, hops, deadline)
         for round_no in range(1, (s.reflections if self.method.reflects else 0) + 1):
@@ -470,7 +476,7 @@ class EpisodeLoop:
         another one stated in a source."""
         s, question, outcome = self.settings, episode.question, self.outcome
         session = outcome.session = self._session(episode, run_tools)
-        session.start(question, [], caption)
+        session.start(question, [], self._executor_caption(caption))
         search = session.search_tool()
         found = ""
         for query in evidence_queries(question, taught.answer, taught.evidence) if search is not None else []:

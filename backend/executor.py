@@ -80,6 +80,7 @@ class ExecutorSession(AnswerReading):
         self._before_replan: tuple[str, int, list[str]] | None = None  # answer, tool calls, read_from
         self.image = image
         self.image_heading = ""  # the heading of the text OCR read in the image (backend.image_gaps)
+        self._image_text_shown: str | None = None  # its passage's title once the first turn shows it
         self.turns: list[_Turn] = []
         self.steps: list[Step] = []
         self._steps_reported = 0
@@ -111,7 +112,8 @@ class ExecutorSession(AnswerReading):
     def _titles_in_view(self) -> list[str]:
         """The passages the conversation shows in full, by title, each once."""
         shown = self._responses_in_full()
-        return list(dict.fromkeys(title for i in sorted(shown) for title in self.turns[i].titles))
+        image = [self._image_text_shown] if self._image_text_shown else []
+        return list(dict.fromkeys(image + [title for i in sorted(shown) for title in self.turns[i].titles]))
 
     def _sees_every_result(self) -> bool:
         """A larger model whose conversation fits its context sees every tool result in full."""
@@ -129,7 +131,13 @@ class ExecutorSession(AnswerReading):
         """The first user turn: the question, the plan if there is one, and past research as data."""
         self.plan_steps = list(plan_steps)
         self.question = question
-        self._append_user(prompts.question_turn(question, plan_steps, caption, context))
+        image_text = self._image_text()
+        self._image_text_shown = image_text["title"] if image_text else None
+        self._append_user(prompts.question_turn(question, plan_steps, caption, context, image_text))
+
+    def _image_text(self) -> dict | None:
+        """The passage of the text OCR read in the question's image (the first turn shows it whole)."""
+        return next((p for p in self.passages if p.get("source") == IMAGE_TEXT_SOURCE), None)
 
     def add_supplementary_plan(self, plan_steps: list[str]) -> None:
         self._before_replan = (self.answer, self.tool_calls_made, list(self.read_from))

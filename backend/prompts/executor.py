@@ -14,6 +14,9 @@ EXECUTOR_SYSTEM = (
 QUESTION_WITH_PLAN = "{past}Question: {question}{image_line}\nPlan:\n{plan}\nFollow the plan, then answer."
 QUESTION_WITHOUT_PLAN = "{past}Question: {question}{image_line}\nResearch it, then answer."
 IMAGE_LINE = "\nImage (described): {caption}"
+# What OCR read in the question's image, in the first turn as data (the page a question's first hop stands on).
+IMAGE_TEXT_BLOCK = "\n<tool_response>\n{title}:\n{text}\n</tool_response>"
+IMAGE_TEXT_SHOWN_CHARS = 2000
 PAST_RESEARCH = "Notes from past research (data, may help):\n{context}\n\n"
 SUPPLEMENTARY_PLAN = "Your answer may be incomplete. Continue with this supplementary plan:\n{plan}"
 FORCE_ANSWER = "Stop researching. Give your final short answer now."
@@ -55,8 +58,12 @@ def system_message(tools_text: str) -> dict:
     return {"role": "system", "content": EXECUTOR_SYSTEM.format(tools=tools_text)}
 
 
-def question_turn(question: str, plan_steps: list[str], caption: str | None = None, context: str | None = None) -> str:
+def question_turn(question: str, plan_steps: list[str], caption: str | None = None, context: str | None = None,
+                  image_text: dict | None = None) -> str:
+    """`image_text`: the passage OCR read in the question's image, shown whole (up to a limit)."""
     image_line = IMAGE_LINE.format(caption=caption) if caption else ""
+    if image_text:
+        image_line += IMAGE_TEXT_BLOCK.format(title=image_text["title"], text=image_text["text"][:IMAGE_TEXT_SHOWN_CHARS])
     past = PAST_RESEARCH.format(context=context) if context else ""
     if plan_steps:
         return QUESTION_WITH_PLAN.format(past=past, question=question, image_line=image_line, plan=numbered(plan_steps))

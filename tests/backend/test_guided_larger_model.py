@@ -175,3 +175,23 @@ def test_what_the_image_text_leaves_out_is_searched_by_name_before_any_written_q
     page = "Region Zealand\n\nRegion Zealand is the southernmost administrative region of Denmark."
     events = asked(region, page, "Region Zealand", ["Danish products", "beer"])
     assert searched(events)[0] == "Region Zealand"
+
+
+def test_the_whole_image_text_is_in_the_conversation_the_answer_is_read_from(larger_model_class, shared_tools):
+    """The caption the Planner reads holds the image text's first 400 characters; the Executor's
+    conversation holds the whole page, so a fact far down it is read, and the answer says so."""
+    from backend.prompts.manager import image_text_passage
+
+    question = "Which record label employs Nate Albert as an executive?"
+    page = ("Nate Albert\n\nNate Albert (born 1970) is an American music executive, songwriter, producer and "
+            "guitar player. " + "He played in several bands across the 1990s and toured widely. " * 8 +
+            "He is the Executive Vice President of A&R at Capitol Records.")
+    assert page.index("Capitol Records") > 400
+    model = larger_model_class("executor", ["Capitol Records"])
+    session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True)
+    session.passages.append(image_text_passage(page))
+    session.start(question, [])
+    events = list(session.run(question, max_turns=4, deadline=time.monotonic() + 60))
+    assert "Executive Vice President of A&R at Capitol Records" in model.prompts[0][1]["content"]
+    answer = next(e for e in events if isinstance(e, AnswerReady))
+    assert answer.read_from[0] == "Text in the question's image (OCR)"

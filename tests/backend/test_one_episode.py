@@ -204,6 +204,10 @@ def test_text_in_the_question_image_is_evidence_an_answer_cites(tmp_path, shared
     answer = [e for e in events if isinstance(e, AnswerReady)][-1]
     assert answer.text == "17 crowns per tonne"
     assert [s["title"] for s in answer.sources] == ["Text in the question's image (OCR)"]
+    # The Executor's first turn shows the image's text whole, as data, and not again in the caption.
+    first_turn = models["executor"].prompts[0][1]["content"]
+    assert "<tool_response>\nText in the question's image (OCR):\n" in first_turn and "by OCR:" not in first_turn
+    assert "17 CROWNS PER TONNE" in first_turn.upper()
     assert "17 CROWNS PER TONNE" in answer.sources[0]["sentence"].upper()
     from app.report import source_label
 
