@@ -13,7 +13,7 @@ MATCHES = 3
 class ImageSearchTool(BaseTool):
     name = "image_search"
     description = (
-        "Find the titles of up to 3 indexed images that look like a local image file "
+        "Find the titles of the 3 indexed images that look most like a local image file "
         "(use it when the question comes with an image), then search those titles."
     )
     capabilities = ToolCapabilities(needs_image=True, once_per_question=True, captions_images=True)
@@ -25,8 +25,8 @@ class ImageSearchTool(BaseTool):
 
     def __init__(self, index: ImageIndex, min_similarity: float = 0.0) -> None:
         self.index = index
-        # A less similar match is not evidence of what the image shows (a printed notice's nearest
-        # indexed image is some flag at 0.8): neither its title nor a passage reaches the model.
+        # Unless the nearest indexed image is this similar, the index says nothing about the image (a
+        # printed notice's nearest is some flag at 0.8): no title and no passage reaches the model.
         self.min_similarity = min_similarity
 
     def run(self, arguments: dict) -> tuple[str, list[Passage]]:
@@ -34,10 +34,10 @@ class ImageSearchTool(BaseTool):
         matches = self.index.search(image, k=MATCHES)
         passages = [
             Passage(title=entry.title, text=f"indexed image {entry.path.name}", source="image-index", score=score)
-            for entry, score in matches if score >= self.min_similarity
+            for entry, score in matches
         ]
-        if not passages:
-            best = max((score for _, score in matches), default=0.0)
+        best = max((score for _, score in matches), default=0.0)
+        if best < self.min_similarity:
             return (f"No indexed image looks like {image.name}: the most similar is {best:.2f} alike, below the "
                     f"{self.min_similarity:.2f} a match needs. Research the question from the image's text and "
                     "its own words."), []
