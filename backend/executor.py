@@ -314,7 +314,9 @@ class ExecutorSession(AnswerReading):
         if not self.model.traits.small and closed_options(question):
             needed = 2
         must_search = searches < needed and bool(evidence_options)
-        gap = self._image_gap(question, [n for n in evidence_options if guided[n].query_argument])
+        # The image first when one came with the question (the image index has its turn), else the first query tool.
+        by_image = [n for n in evidence_options if guided[n].needs_image] if self.image else []
+        gap = None if by_image else self._image_gap(question, [n for n in evidence_options if guided[n].query_argument])
         if gap is not None:
             tool, query = gap
             yield Recovery(self.run_id, turn=turn, reason="the image's text does not cover this",
@@ -345,9 +347,7 @@ class ExecutorSession(AnswerReading):
                 yield ExecutorThought(self.run_id, turn=turn, text=thought)
             head = f"{protocol.THINK_OPEN}{thought}{protocol.THINK_CLOSE}\n"
         if must_search:
-            # The image first when one came with the question, else the first query tool.
-            by_image = [n for n in evidence_options if guided[n].needs_image]
-            action = by_image[0] if self.image and by_image else next(
+            action = by_image[0] if by_image else next(
                 (n for n in evidence_options if guided[n].query_argument), evidence_options[0])
             reason = ("guided turn: no evidence yet" if searches == 0 else "guided turn: the draft answer is not grounded"
                       if searches >= needed else f"guided turn: {needed} searches are needed")
@@ -380,11 +380,9 @@ class ExecutorSession(AnswerReading):
             self.steps[-1].think = thought
 
     def _image_gap(self, question: str, query_tools: list[str]) -> tuple[str, str] | None:
-        """(tool, query) for what the question's image text leaves to search (backend.image_gaps), once
-        the image index has had its turn; None without image text or a query tool."""
-        image_first = any(self.tools[n].capabilities.needs_image for n in self.tools
-                          if n not in {s.tool for s in self.steps} and self.tools[n].capabilities.guided)
-        if not query_tools or image_first or not any(p.get("source") == IMAGE_TEXT_SOURCE for p in self.passages):
+        """(tool, query) for what the question's image text leaves to search (backend.image_gaps); None
+        without image text or a query tool."""
+        if not query_tools or self._image_text() is None:
             return None
         titles = [p["title"] for p in self.passages if p.get("source") != IMAGE_TEXT_SOURCE]
         query = gap_query(question, self.image_heading, titles, self.searched_queries())

@@ -11,7 +11,6 @@ freed blocks accumulate: one GRPO update of the bfloat16 Qwen2.5-Coder-1.5B copy
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 MMAP_THRESHOLD_BYTES = 1 << 20
@@ -19,9 +18,5 @@ MMAP_THRESHOLD_BYTES = 1 << 20
 
 def map_large_blocks(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
     """Fix glibc's mmap threshold for this process (where the C library is glibc); whether it was set."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    libc = ctypes.CDLL(name)
-    mallopt = getattr(libc, "mallopt", None)
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # the process's own C library, no lookup
     return bool(mallopt is not None and mallopt(M_MMAP_THRESHOLD, threshold) == 1)
