@@ -77,7 +77,10 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     elsewhere (a small model repeats its examples) and goes; a hop that asks the whole question again
     makes the question one hop, and so do hops none of which names anything the question names (a
     decomposition that lost the question's subject: "When did the civil war end?" for a question
-    about Kerensky and the Bolsheviks). A hop that only asks who or what a name the question gives is
+    about Kerensky and the Bolsheviks). Hops after the last one that asks for what the question asks
+    for (asks_alike: "What 1942 film did Wallis and Bogart make?" for "... collaborated to make what
+    1942 film?") answer something else ("Who were the two actors in this film?") and go. A hop that
+    only asks who or what a name the question gives is
     ("Who is Paul DeBoy?": its answer is the name itself, which no sentence states as an answer, so
     the hop would be redone and then researched anyway) goes, its name written into the hops that
     refer to it."""
@@ -108,6 +111,11 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     if kept and kept != [question] and names and not any(_words(name) & _words(sub) for name in names for sub in kept):
         kept, notes = [question], notes + [f"no sub-question names what the question names ({', '.join(names)}): "
                                            "researching it as one hop"]
+    answering = max((i for i, sub in enumerate(kept) if asks_alike(sub, question)), default=None)
+    if answering is not None and answering < len(kept) - 1:
+        notes.append(f"left out {len(kept) - answering - 1} sub-question(s) after hop {answering + 1}, "
+                     "which asks what the question asks")
+        kept = kept[:answering + 1]
     return kept, "; ".join(notes) or None
 
 
@@ -140,6 +148,74 @@ _ASKS_TIME = re.compile(r"^\W*(?:when\b|(?:in|from|since|by|until)?\s*(?:what|wh
 def asks_for_time(question: str) -> bool:
     """Whether a question asks when ("When ...?", "In which year ...?")."""
     return bool(_ASKS_TIME.match(question))
+
+
+_WH = re.compile(r"\b(what|which|who|whom|when|where|how)\b", re.IGNORECASE)
+_OPENING = re.compile(r"^\W*(?:(?:in|on|at|from|for|during|of|by|to|since|until)\s+)?(what|which|who|whom|when|where|how)\b",
+                      re.IGNORECASE)
+# Where the words naming what is asked end: a verb, a preposition, a relative word, punctuation.
+_PHRASE_END = frozenset(
+    "is was are were be been did does do has have had can could will would shall should may might "
+    "of in on at for from by with to into about after before during since than that who whom whose which "
+    "where when while as and or but through over under near across against between among within behind along "
+    "around per via".split())
+_TIME_WORDS = frozenset("year years decade century date month day".split())
+_GENERIC = frozenset("name title kind type sort".split())
+_ARTICLES = frozenset("the a an".split())
+_TOKEN = re.compile(r"[\w'’#-]+|[^\w\s]")
+
+
+def asked_kind(question: str) -> tuple[str, ...] | None:
+    """What a question asks for: ("<time>",), ("<person>",), ("<place>",), ("<count>",), or the
+    stemmed words of its "what/which X" phrase ("Which 1942 film did ..." -> ("1942", "film"), "What
+    is the nationality of ..." -> ("nation",), "What is the name of the complex ..." -> ("complex",),
+    "What is #1's nationality?" -> ("nation",)); None when the words do not say (a bare "what",
+    "What did #1 do?", "How far ..."). The asking word is the question's first when it opens it ("In
+    which year ..."), else its last ("Castle Hill is near what residence ...?"), so that a relative
+    "who" inside a statement is not taken for it."""
+    found = list(_WH.finditer(question))
+    if not found:
+        return None
+    match = _OPENING.match(question) or found[-1]
+    word = match.group(1).lower()
+    kinds = {"when": "<time>", "who": "<person>", "whom": "<person>", "where": "<place>"}
+    if word in kinds:
+        return (kinds[word],)
+    rest = _TOKEN.findall(question[match.end():])
+    lowered = [token.lower() for token in rest]
+    if word == "how":
+        return ("<count>",) if lowered[:1] and lowered[0] in ("many", "much") else None
+    if lowered[:1] and lowered[0] in ("is", "was", "are", "were", "of"):
+        possessive = next((i for i, token in enumerate(lowered[:6]) if token.endswith(("'s", "’s"))), None)
+        if possessive is not None:
+            rest = rest[possessive + 1:]  # "What is #1's nationality?", "Which of X's cousins ..."
+        elif lowered[0] != "of" and len(rest) > 1 and lowered[1] in _ARTICLES:
+            rest = rest[2:]  # "What is the nationality of ..."
+    while True:
+        phrase: list[str] = []
+        for token in rest:
+            lower = token.lower()
+            if (not re.match(r"\w", token) or lower in _PHRASE_END or token.startswith("#")
+                    or (phrase and lower.endswith("ed"))):  # "What other teams played ...": a verb
+                break
+            phrase.append(lower)
+        if not phrase:
+            return None
+        after = [token.lower() for token in rest[len(phrase):]]
+        if phrase[-1] in _GENERIC and after[:1] == ["of"]:
+            rest = rest[len(phrase) + (2 if after[1:2] and after[1] in _ARTICLES else 1):]
+            continue  # "the name of the complex": the complex
+        if phrase[-1] in _TIME_WORDS:
+            return ("<time>",)
+        stems = tuple(tokenize([" ".join(phrase)])[0])
+        return stems or None
+
+
+def asks_alike(first: str, second: str) -> bool:
+    """Whether two questions ask for the same kind of thing (asked_kind): the same class, or phrases
+    one of whose last words is in the other ("Which river flows through ..." and "Which river ...")."""
+    a, b = asked_kind(first), asked_kind(second)
+    return bool(a and b) and (a[-1] in b or b[-1] in a)
 
 
 def named_in(answer: str, question: str) -> bool:

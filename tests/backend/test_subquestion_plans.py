@@ -131,10 +131,20 @@ def test_a_last_hop_that_checks_what_the_question_gives_does_not_answer_it():
 
 
 def test_the_hop_before_a_side_check_answers_the_question(ask):
-    checked = DECOMPOSITION + "\n3. Who was charged with wire fraud for #1?"
+    checked = DECOMPOSITION + "\n3. Where was #1 announced?"  # read as a name the question gives
     events = ask(FESTIVAL, [checked], ["Fyre Festival", "Great Exuma"] + ["Billy McFarland"] * 3)
     hops = [e for e in events if isinstance(e, HopAnswered)]
     assert [h.answer for h in hops][:3] == ["Fyre Festival", "Great Exuma", "Billy McFarland"]
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
+
+
+def test_a_hop_after_the_one_answering_the_question_is_not_researched(ask):
+    side_fact = DECOMPOSITION + "\n3. Who was charged with wire fraud for #1?"
+    events = ask(FESTIVAL, [side_fact], ["Fyre Festival", "Great Exuma", "Billy McFarland"])
+    plan = next(e for e in events if isinstance(e, PlanReady))
+    assert plan.steps == DECOMPOSITION.replace("1. ", "").replace("2. ", "").split("\n")
+    assert "after hop 2, which asks what the question asks" in plan.recovered
+    assert [h.answer for h in events if isinstance(h, HopAnswered)] == ["Fyre Festival", "Great Exuma"]
     assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
 
 
@@ -193,6 +203,53 @@ def test_a_decomposition_that_names_nothing_the_question_names_makes_the_questio
     assert sensible(["Which civil war did the Bolsheviks fight against Kerensky?", "When did #1 end?"], question) == (
         ["Which civil war did the Bolsheviks fight against Kerensky?", "When did #1 end?"], None)
     assert sensible(["When did the war end?"], "when did the war end?") == (["When did the war end?"], None)  # no names
+
+
+def test_what_a_question_asks_for_is_read_from_its_asking_words():
+    from backend.hops import asked_kind, asks_alike
+
+    assert asked_kind("In what year was the drummer from the album \"Angel of Retribution\" born?") == ("<time>",)
+    assert asked_kind("When was #1 born?") == ("<time>",)
+    assert asked_kind("Who were the two actors in this film?") == ("<person>",)
+    assert asked_kind("Castle Hill is a plantation near what primary residence of Thomas Jefferson?")[-1] == "resid"
+    assert asked_kind("What is the name of the multiple-use sports complex where the Games were held?")[-1] == "complex"
+    assert asked_kind("What is the nationality of the scientist who invented the Tribometer?") == ("nation",)
+    assert asked_kind("What is #1's nationality?") == ("nation",)
+    assert asked_kind("What other teams played in the same division as #1?")[-1] == "team"  # "played" ends it
+    # A relative "who" inside a statement is not what it asks: its last asking word is.
+    assert asked_kind("The actor who starred in Heat was born in what year?") == ("<time>",)
+    assert asked_kind("How many views do the two channels have?") == ("<count>",)
+    for unsaid in ("Cranium and Twin Tin Bots are both what?", "What did #1 do?", "How far south is it?", "Name it."):
+        assert asked_kind(unsaid) is None
+    assert asks_alike("Which river flows through #2?", "Which river flows through the city where he was born?")
+    assert asks_alike("What sport is played at the BayArena?", "Which sport has been played at the BayArena since 1958?")
+    assert not asks_alike("What sports organization did #1 found?", "Which sports complex hosted the Games?")
+    assert not asks_alike("What did #1 do?", "What did the band do?")  # neither says
+
+
+def test_hops_after_the_one_asking_what_the_question_asks_are_left_out():
+    from backend.hops import sensible
+
+    # Qwen-1.5B's decompositions of `train` questions: the first hop answers, the second asks a side fact.
+    question = "Harold Brent Wallis as producer and Humphrey Bogart as actor collaborated to make what 1942 film?"
+    kept, note = sensible(["What 1942 film did Harold Brent Wallis and Humphrey Bogart collaborate on?",
+                           "Who were the two actors in this film?"], question)
+    assert kept == ["What 1942 film did Harold Brent Wallis and Humphrey Bogart collaborate on?"]
+    assert "left out 1 sub-question(s) after hop 1, which asks what the question asks" in note
+    sport = "Which sport has been played at the BayArena in Leverkusen, Germany, since 1958?"
+    assert sensible(["What sport is played at the BayArena in Leverkusen?", "When was #1 first played?"], sport)[0] == [
+        "What sport is played at the BayArena in Leverkusen?"]
+    # A chain whose last hop asks what the question asks keeps every hop, even one asking alike before it.
+    father = "Who is the father of the director of Heat?"
+    chain = ["Who directed Heat?", "Who is #1's father?"]
+    assert sensible(chain, father) == (chain, None)
+    dracula = "Which river flows through the city where the author of Dracula was born?"
+    chain = ["Who wrote Dracula?", "In which city was #1 born?", "Which river flows through #2?"]
+    assert sensible(chain, dracula) == (chain, None)
+    # No hop asks alike: nothing is cut.
+    vikings = "Which NCAA record does the quarterback of the Minnesota Vikings hold?"
+    assert sensible(["Who is the quarterback of the Minnesota Vikings?", "What does #1 hold?"], vikings)[0] == [
+        "Who is the quarterback of the Minnesota Vikings?", "What does #1 hold?"]
 
 
 def test_of_several_decompositions_written_the_one_most_like_a_past_success_is_followed(tmp_path, shared_tools, embedder,
