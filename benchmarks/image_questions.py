@@ -62,6 +62,8 @@ FLAG_QUESTIONS = (
     ("What is the capital of the country whose flag is shown in this image?", "capital"),
 )
 SIMILARITY = re.compile(r"similarity (\d+(?:\.\d+)?)")
+NOTICE = "image-text"
+NOTICE_CALLS = 4  # the most LLM calls an answer the image's own text states should take
 
 
 # -- build ------------------------------------------------------------------------------------
@@ -144,6 +146,84 @@ def build(split: str, out: Path, count: int, flags: int = len(CAPITALS)) -> None
     load_questions(out / "image.jsonl")  # the harness reads it: fail here, not at the first question
     print(f"{out}: {len(text_records)} page questions, {len(flag_entries)} flag questions; "
           f"image.jsonl sha256 {file_digest(out / 'image.jsonl')}")
+
+
+# -- notices: questions the image's own text answers -------------------------------------------
+_SYLLABLES = ("val", "mar", "ken", "dor", "lis", "bro", "thal", "wen", "ost", "rik", "sen", "hald", "mor", "tes")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_COLOURS = ("red", "blue", "green", "yellow", "black", "grey", "brown")
+_ITEMS = ("umbrella", "suitcase", "violin case", "rucksack", "bicycle", "coat")
+_GIVEN = ("Ilse", "Joran", "Maud", "Tobias", "Wenna", "Corin", "Agathe", "Pieter")
+
+
+def _invented_name(rng: random.Random, parts: int = 2) -> str:
+    """A place or family name that is in no corpus, so that only the image can state the fact."""
+    return "".join(rng.choice(_SYLLABLES) for _ in range(parts)).capitalize()
+
+
+def _date(rng: random.Random) -> str:
+    return f"{rng.randint(2, 27)} {rng.choice(_MONTHS)} {rng.randint(2025, 2027)}"
+
+
+def notice(rng: random.Random) -> tuple[str, str, str, str]:
+    """(heading, text, question, answer): a printed notice of invented facts and a question its text
+    answers, of one of eight kinds (tariffs, hours, fees, closures, names, lost property, timetables,
+    deadlines)."""
+    town = _invented_name(rng)
+    kind = rng.randrange(8)
+    if kind == 0:
+        n = rng.randint(3, 95)
+        return (f"Harbour of {town}", f"Landing tariff {rng.randint(2025, 2027)}: {n} crowns per tonne. Paid at the "
+                "harbour office before unloading.", "What landing tariff per tonne does the notice in this image state?",
+                f"{n} crowns")
+    if kind == 1:
+        closing = rng.randint(16, 21)
+        return (f"{town} Public Library", f"Open {rng.choice(_DAYS[:2])} to {rng.choice(_DAYS[4:6])}, "
+                f"{rng.randint(8, 10)}:00 to {closing}:00. Closed on public holidays.",
+                "At what time does the library in this image close?", f"{closing}:00")
+    if kind == 2:
+        fee = rng.randint(4, 40)
+        return (f"{town} Museum of Clocks", f"Admission {fee} marks, children under twelve free. Guided tours on "
+                "the hour.", "How much is admission according to the notice in this image?", f"{fee} marks")
+    if kind == 3:
+        until = _date(rng)
+        return (f"Notice of closure: {town} Bridge", f"The {town} Bridge is closed to all traffic until {until} for "
+                "repairs to its deck.", "Until what date is the bridge in this image closed?", until)
+    if kind == 4:
+        person = f"{rng.choice(_GIVEN)} {_invented_name(rng)}"
+        return (f"{town} Rowing Club", f"Annual regatta on {_date(rng)}. Entries to the club secretary, {person}, "
+                "by the end of the month.", "Who is the club secretary named in this image?", person)
+    if kind == 5:
+        colour, item = rng.choice(_COLOURS), rng.choice(_ITEMS)
+        return ("Lost property", f"A {colour} {item} was found on platform {rng.randint(1, 9)} of {town} station. "
+                "Ask at the ticket office.", "What colour is the lost item on the notice in this image?", colour)
+    if kind == 6:
+        time_ = f"{rng.randint(5, 8)}:{rng.choice(('05', '15', '20', '35', '45', '50'))}"
+        return (f"Bus route {rng.randint(10, 99)} timetable", f"First departure from {town} Square at {time_}, then "
+                "every twenty minutes until midnight.", "When does the first bus leave according to this image?", time_)
+    deadline = _date(rng)
+    return (f"{town} Water Board", f"Applications for garden water permits close on {deadline}. Forms from the "
+            "town hall.", "By what date must applications be made according to the notice in this image?", deadline)
+
+
+def build_notices(split: str, out: Path, count: int) -> None:
+    """`count` printed notices of invented facts, rendered as scanned pages, each with a question its
+    text answers: FOLDER/notices.jsonl and FOLDER/notices/ (seeded apart from the other questions)."""
+    rng = random.Random(1000 + SEEDS[split])
+    fonts = font_files()
+    (out / "notices").mkdir(parents=True, exist_ok=True)
+    records = []
+    for number in range(count):
+        heading, text, question, answer = notice(rng)
+        image_path = out / "notices" / f"{number:03d}.jpg"
+        scanned_page(heading, text, rng, fonts).save(image_path, quality=rng.randint(60, 90))
+        records.append({"id": f"notice-{number:03d}", "question": question, "answer": answer, "kind": NOTICE,
+                        "image": f"notices/{image_path.name}", "rendered_text": f"{heading}\n{text}"})
+    write_jsonl(out / "notices.jsonl", records)
+    load_questions(out / "notices.jsonl")
+    print(f"{out}: {count} notice questions; notices.jsonl sha256 {file_digest(out / 'notices.jsonl')}")
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
@@ -247,6 +327,25 @@ def table(folder: Path, image_eval: Path, text_evals: list[Path], threshold: flo
         print(f"rows: {path / ROWS_FILE} sha256 {file_digest(path / ROWS_FILE)}")
 
 
+def notices_table(folder: Path, evals: list[Path]) -> None:
+    """Each evaluation of FOLDER/notices.jsonl: its usual columns, and how many answers meet the target
+    for a question the image's own text answers (right, not forced, cited to the image, at most
+    NOTICE_CALLS LLM calls)."""
+    print(f"Notices of {folder} (notices.jsonl sha256 {file_digest(folder / 'notices.jsonl')[:16]})")
+    print("| evaluation | N | judge accuracy | EM | F1 | forced | cites the image | LLM calls p50 | p50 s | p95 s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    met_lines = []
+    for path in evals:
+        rows = ResultsFile(path / ROWS_FILE).read()
+        facts = [run_facts(path, row) for row in rows]
+        print(row_line(path.name, rows, facts))
+        met = sum(r.correct and not r.forced_answer and f["cites_image"] and r.llm_calls <= NOTICE_CALLS
+                  for r, f in zip(rows, facts, strict=True))
+        met_lines.append(f"- {path.name}: {met} of {len(rows)} right, not forced, cited to the image and in at most "
+                         f"{NOTICE_CALLS} LLM calls; rows sha256 {file_digest(path / ROWS_FILE)}")
+    print("\n" + "\n".join(met_lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -255,17 +354,28 @@ def main() -> None:
     make.add_argument("--n", type=int, default=100, help="questions in all (the flags among them)")
     make.add_argument("--flags", type=int, default=len(CAPITALS), help="flag questions among them (0: pages only)")
     make.add_argument("--out", type=Path, required=True)
+    posted = commands.add_parser("notices", help="printed notices of invented facts, each asked what it states")
+    posted.add_argument("--split", choices=tuple(SEEDS), default="train")
+    posted.add_argument("--n", type=int, default=20)
+    posted.add_argument("--out", type=Path, required=True)
     read = commands.add_parser("cer", help="OCR character error rate on the rendered pages")
     read.add_argument("folder", type=Path)
     show = commands.add_parser("table", help="the benchmark's table from its evaluations")
     show.add_argument("folder", type=Path)
     show.add_argument("--image", type=Path, required=True, help="the evaluation of FOLDER/image.jsonl")
     show.add_argument("--text", type=Path, action="append", default=[], help="an evaluation of FOLDER/text.jsonl")
+    told = commands.add_parser("notices-table", help="the notices' table from their evaluations")
+    told.add_argument("folder", type=Path)
+    told.add_argument("--eval", type=Path, action="append", required=True, help="an evaluation of FOLDER/notices.jsonl")
     show.add_argument("--caption-threshold", type=float, default=None,
                       help="the caption similarity threshold (default: the configuration's)")
     args = parser.parse_args()
     if args.command == "build":
         build(args.split, args.out, args.n, args.flags)
+    elif args.command == "notices":
+        build_notices(args.split, args.out, args.n)
+    elif args.command == "notices-table":
+        notices_table(args.folder, args.eval)
     elif args.command == "cer":
         cer(args.folder)
     else:

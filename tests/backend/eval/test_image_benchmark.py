@@ -87,3 +87,32 @@ def test_ocr_reads_the_rendered_pages_nearly_as_written_and_the_table_pairs_imag
     assert "paired on 2 questions" in shown
     assert re.search(r"of 1 flags, 0 of 2 pages; below the threshold 0.92: 0$", shown, re.M)
     assert len(re.findall(r"^rows: .* sha256 [0-9a-f]{64}$", shown, re.M)) == 2
+
+
+def test_notices_state_invented_facts_and_are_rebuilt_from_their_seed(tmp_path):
+    image_questions.build_notices("train", tmp_path / "a", 16)
+    image_questions.build_notices("train", tmp_path / "b", 16)
+    a, b = (tmp_path / "a" / "notices.jsonl").read_bytes(), (tmp_path / "b" / "notices.jsonl").read_bytes()
+    assert a == b and (tmp_path / "a" / "notices" / "003.jpg").read_bytes() == (tmp_path / "b" / "notices" / "003.jpg").read_bytes()
+    records = [json.loads(line) for line in a.decode("utf-8").splitlines()]
+    assert all(r["kind"] == image_questions.NOTICE and r["answer"] in r["rendered_text"] for r in records)
+    assert len({r["question"] for r in records}) >= 5  # several kinds of notice
+    wiki = " ".join(document.title for document in load_documents(CorpusFiles.default()))
+    headings = [r["rendered_text"].split("\n")[0] for r in records]
+    assert not any(heading in wiki for heading in headings)  # only the image states them
+    image_questions.build_notices("dev", tmp_path / "dev", 16)
+    assert (tmp_path / "dev" / "notices.jsonl").read_bytes() != a
+
+
+@needs_tesseract
+def test_the_notices_table_counts_answers_right_from_the_image_in_few_calls(run_eval, tmp_path, capsys):
+    folder = tmp_path / "notices"
+    image_questions.build_notices("train", folder, 2)
+    evaluation = tmp_path / "notices-none"
+    run_eval(EvalSpec(data=folder / "notices.jsonl", method="none", out_dir=evaluation))
+    image_questions.notices_table(folder, [evaluation])
+    shown = capsys.readouterr().out
+    assert re.search(r"^\| notices-none \| 2 \|", shown, re.M)
+    met = re.search(r"^- notices-none: (\d) of 2 right, not forced, cited to the image and in at most 4 LLM calls; "
+                    r"rows sha256 [0-9a-f]{64}$", shown, re.M)
+    assert met is not None
