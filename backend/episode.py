@@ -47,7 +47,7 @@ from backend.prompts.manager import (
 )
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
-from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence
+from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
 from backend.hops import Hop, answering_hop, fill, hops_from, weakest, worked_examples
 from backend.image_gaps import gap_query, image_heading
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
@@ -375,8 +375,9 @@ class EpisodeLoop:
     def _answer_from_image_text(self, episode: EpisodeInput, caption: str | None,
                                 run_tools: dict) -> Generator[Event, None, bool]:
         """agent.image_text_first: before any plan, read the answer from the question's image text alone.
-        When that text states it, and it repeats no word of the question (a first hop's entity would),
-        the run answers with it, cited to the image, without a plan or a search; returns whether it did.
+        When that text states it, and it repeats no word of the question (a first hop's entity would;
+        the question's own frame around the span, "Until" or "per tonne", is taken off first), the run
+        answers with it, cited to the image, without a plan or a search; returns whether it did.
         An image whose text leaves a search to do (backend.image_gaps: a comparison's other option, the
         bridge its heading names) holds part of the answer at most: it is researched."""
         question, outcome = episode.question, self.outcome
@@ -384,7 +385,7 @@ class EpisodeLoop:
             return False
         session = self._session(episode, run_tools)
         session.start(question, [], self._executor_caption(caption))
-        draft = yield from session.read_answer(question, draft=True)
+        draft = without_question_frame((yield from session.read_answer(question, draft=True)), question)
         if not draft or shares_a_question_word(draft, question) or not session.image_states(draft, question):
             return False
         yield Recovery(self.run_id, turn=session.turn_count, reason="the text in the question's image states an answer",

@@ -94,6 +94,21 @@ def is_grounded(answer: str, question: str, passages: list[dict]) -> bool:
     return bool(stating_sentence(answer, question, passages))
 
 
+_LEADING_FRAME = re.compile(r"^(?:until|till|by|at|on|in|from|since|before|after|about|around)\s+", re.IGNORECASE)
+_UNIT = re.compile(r"\s+(?:per|a|an|each)\s+([\w-]+)\W*$", re.IGNORECASE)
+
+
+def without_question_frame(answer: str, question: str) -> str:
+    """The span without the frame the question gives it: a leading preposition ("Until 9 May 2026"
+    for "Until what date ...?") and a trailing rate the question names ("50 crowns per tonne" for "What
+    tariff per tonne ...?"). A name the question repeats ("Fyre Festival") is kept: it says something."""
+    span = _LEADING_FRAME.sub("", answer.strip(), count=1)
+    unit = _UNIT.search(span)
+    if unit and set(tokenize([unit.group(1)])[0]) <= set(tokenize([question])[0]):
+        span = span[:unit.start()]
+    return span.strip() or answer.strip()
+
+
 def shares_a_question_word(answer: str, question: str) -> bool:
     """The answer repeats a content word of the question ("Fyre Festival" for "the music festival ..."):
     often the entity the question describes, the first hop of a bridge question, rather than its answer."""

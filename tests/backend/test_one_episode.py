@@ -242,6 +242,10 @@ def test_with_image_text_first_an_answer_the_image_states_is_given_before_any_pl
     assert any(isinstance(e, Recovery) and e.action == "answered from it, without a plan or a search" for e in events)
     assert len(models["executor"].prompts) == 1  # one read of the image's text
 
+    # The question's own frame around the span ("per tonne", the question's rate) is no question word repeated.
+    models, events = ask("17 crowns per tonne")
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "17 crowns" and not models["planner"].prompts
+
     # An answer the image's text does not state (a bridge question's next hop) is researched as usual.
     models, events = ask("Tulsa")
     assert any(isinstance(e, PlanReady) for e in events) and models["planner"].prompts

@@ -94,3 +94,13 @@ def test_the_recovery_query_is_cleaned_deduplicated_and_falls_back(scripted_mode
     assert "<query 1>" not in searched and len(set(searched)) == len(searched)
     assert searched[1] == "Tinted Windows"  # the placeholder was empty once cleaned: the question's name instead
     assert any(isinstance(e, Recovery) and "already searched" in e.reason for e in events)
+
+
+def test_an_answer_loses_the_frame_the_question_gives_it_but_not_a_name_it_repeats():
+    from backend.evidence import without_question_frame
+
+    assert without_question_frame("Until 9 May 2026", "Until what date is the bridge closed?") == "9 May 2026"
+    assert without_question_frame("50 crowns per tonne", "What tariff per tonne does it state?") == "50 crowns"
+    assert without_question_frame("50 crowns per tonne", "What tariff does it state?") == "50 crowns per tonne"
+    assert without_question_frame("Fyre Festival", "Which music festival was it?") == "Fyre Festival"
+    assert without_question_frame("At", "When?") == "At"  # nothing left: as read
