@@ -48,7 +48,7 @@ from backend.prompts.manager import (
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
-from backend.hops import Hop, answering_hop, fill, hops_from, weakest, worked_examples
+from backend.hops import Hop, answering_hop, fill, hops_from, subjects_of, weakest, worked_examples
 from backend.image_gaps import gap_query, image_heading
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
@@ -452,7 +452,8 @@ class EpisodeLoop:
             if session.limit_reached(deadline):
                 break
             hop.question = fill(hop.template, answers[:hop.number - 1])
-            yield from session.research_hop(hop, other_queries=other_queries)
+            yield from session.research_hop(hop, other_queries=other_queries,
+                                            subjects=tuple(subjects_of(hop.template, answers[:hop.number - 1])))
             answers[hop.number - 1] = hop.answer
 
     def _session(self, episode: EpisodeInput, run_tools: dict) -> ExecutorSession:

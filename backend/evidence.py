@@ -126,6 +126,20 @@ def stating_sentence(answer: str, question: str, passages: list[dict], *, max_ch
     return ""
 
 
+def passages_naming(passages: list[dict], names: list[str]) -> list[dict]:
+    """The passages that name one of `names`: more than half of its content words in their title or
+    text ("Claudio López" for "Claudio Javier López"); every passage when `names` has no content word."""
+    wanted = [words for name in names if (words := set(tokenize([name])[0]))]
+    if not wanted:
+        return list(passages)
+    naming = []
+    for p in passages:
+        words = set(tokenize([f"{p.get('title', '')} {p.get('text') or ''}"])[0])
+        if any(2 * len(name & words) > len(name) for name in wanted):
+            naming.append(p)
+    return naming
+
+
 def _sentence_stating(answer: str, question: str, passages: list[dict], max_chars: int) -> str:
     normalised = normalize_answer(answer)
     if not normalised or answer_contains(question, answer) or len(normalised) > 120:

@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Generator, Iterator, Mapping
 
 from backend import protocol
-from backend.evidence import citations, closed_options, is_grounded, named_phrases, shares_a_question_word, stating_sentence
+from backend.evidence import (citations, closed_options, is_grounded, named_phrases, passages_naming, shares_a_question_word,
+                              stating_sentence)
 from backend.events import (AnswerReady, Event, ExecutorThought, HopAnswered, Recovery, StepTaken, TextDelta, ToolCalled,
                             ToolReturned)
 from backend.llm.base import ChatModel, Completion
@@ -525,10 +526,14 @@ class ExecutorSession(AnswerReading):
         self._append_user(prompts.FORCE_ANSWER)
         yield from self._answer_with_prefill(forced=True, reason=f"turn limit ({max_turns}) reached", question=question)
 
-    def research_hop(self, hop: Hop, *, max_searches: int = 2, other_queries: tuple[str, ...] = ()) -> Generator[Event, None, None]:
+    def research_hop(self, hop: Hop, *, max_searches: int = 2, other_queries: tuple[str, ...] = (),
+                     subjects: tuple[str, ...] = ()) -> Generator[Event, None, None]:
         """Research one sub-question (backend.hops): search it, read its answer as a short span, and
         when no retrieved sentence states that answer, search again by its names (then by
-        `other_queries`) and read again. The hop keeps its answer, the sentence and its queries."""
+        `other_queries`) and read again. The hop keeps its answer, the sentence and its queries.
+        `subjects`, the earlier answers the hop asks about, must be named by the stating sentence's
+        passage: a sentence elsewhere that happens to hold the span says nothing about them (on
+        `train`: "Beijing" for "In which city was Mantua located?", from a passage on Shijiazhuang)."""
         search = self.search_tool()
         self.turn_count += 1
         candidates = (hop.question, *named_phrases(hop.question), *other_queries)
@@ -540,12 +545,12 @@ class ExecutorSession(AnswerReading):
             hop.queries.append(query)
             yield from self.search(search.name, query)
             hop.answer = yield from self.read_answer(hop.question)
-            hop.sentence = stating_sentence(hop.answer, hop.question, self.passages)
+            hop.sentence = stating_sentence(hop.answer, hop.question, passages_naming(self.passages, list(subjects)))
             if hop.stated:
                 break
         if search is None or not hop.queries:
             hop.answer = yield from self.read_answer(hop.question)
-            hop.sentence = stating_sentence(hop.answer, hop.question, self.passages)
+            hop.sentence = stating_sentence(hop.answer, hop.question, passages_naming(self.passages, list(subjects)))
         yield HopAnswered(self.run_id, turn=self.turn_count, **hop.to_dict())
         yield from self.report_steps()
 

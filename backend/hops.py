@@ -129,6 +129,11 @@ def fill(template: str, answers: list[str]) -> str:
     return _REFERENCE.sub(answer_of, template)
 
 
+def subjects_of(template: str, answers: list[str]) -> list[str]:
+    """The earlier answers a sub-question asks about (its #n, answered)."""
+    return [answers[n - 1] for n in map(int, _REFERENCE.findall(template)) if 0 < n <= len(answers) and answers[n - 1]]
+
+
 def hops_from(subquestions: list[str]) -> list[Hop]:
     return [Hop(number=i, template=sub) for i, sub in enumerate(subquestions, 1)]
 

@@ -104,3 +104,16 @@ def test_an_answer_loses_the_frame_the_question_gives_it_but_not_a_name_it_repea
     assert without_question_frame("50 crowns per tonne", "What tariff does it state?") == "50 crowns per tonne"
     assert without_question_frame("Fyre Festival", "Which music festival was it?") == "Fyre Festival"
     assert without_question_frame("At", "When?") == "At"  # nothing left: as read
+
+
+def test_the_passages_naming_an_earlier_answer_are_those_with_most_of_its_words():
+    from backend.evidence import passages_naming
+
+    mulan = {"title": "Disney's Mulan (video game)", "text": "Disney's Mulan is a 1998 action video game."}
+    deboy = {"title": "Red Dead Redemption", "text": "The game features Paul DeBoy as a voice actor."}
+    assert passages_naming([mulan, deboy], ["Paul DeBoy"]) == [deboy]
+    assert passages_naming([mulan, deboy], ["Paul Dano"]) == []  # half the words of a name is not the name
+    assert passages_naming([mulan], ["IT"]) == [mulan]  # a name of stop words only
+    assert passages_naming([mulan, deboy], []) == [mulan, deboy]
+    claudio = {"title": "Valencia CF", "text": "Claudio López scored twice."}
+    assert passages_naming([claudio], ["Claudio Javier López"]) == [claudio]

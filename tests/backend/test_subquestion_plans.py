@@ -91,6 +91,16 @@ def test_a_hop_no_sentence_states_is_redone(ask):
     assert [e for e in events if isinstance(e, AnswerReady)][-1].text == hops[-1].answer
 
 
+def test_a_hop_about_an_earlier_answer_is_stated_only_by_a_passage_naming_it(ask):
+    # "Sundance" stands in a retrieved sentence, but of a passage about a Greek film, not Fyre Festival.
+    events = ask(FESTIVAL, [DECOMPOSITION], ["Fyre Festival"] + ["Sundance"] * 6)
+    hops = [e for e in events if isinstance(e, HopAnswered)]
+    assert hops[0].sentence and hops[1].question == "Where was Fyre Festival supposed to take place?"
+    assert hops[1].answer == "Sundance" and not hops[1].sentence
+    assert hops[1].queries[1] == "Fyre Festival"  # searched again by its name
+    assert any(isinstance(e, ReflectionDecided) and e.replan for e in events)
+
+
 def test_hops_side_by_side_leave_the_answer_to_a_reading_of_the_question(ask):
     side_by_side = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
                     "2. Where was the music festival supposed to take place?")  # builds on no earlier answer
