@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from backend.evidence import named_phrases
+from backend.evidence import choice_options, named_phrases
 from backend.tools.text_ranking import tokenize
 
 MAX_HOPS = 3
@@ -83,7 +83,9 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     only asks who or what a name the question gives is
     ("Who is Paul DeBoy?": its answer is the name itself, which no sentence states as an answer, so
     the hop would be redone and then researched anyway) goes, its name written into the hops that
-    refer to it."""
+    refer to it. A comparison whose hops leave out one of its options ("Which university was founded as
+    a vocational high school?" for "Between A and B, which ...?") is researched as one hop, where the
+    reader chooses among the options."""
     asked = _words(question)
     kept: list[str] = []
     renumbered: dict[str, str] = {}  # a kept hop's number as written -> as kept
@@ -110,6 +112,10 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     names = [name for name in named_phrases(question) if _words(name)]
     if kept and kept != [question] and names and not any(_words(name) & _words(sub) for name in names for sub in kept):
         kept, notes = [question], notes + [f"no sub-question names what the question names ({', '.join(names)}): "
+                                           "researching it as one hop"]
+    options = choice_options(question)
+    if kept and kept != [question] and options and not all(any(named_in(o, sub) for sub in kept) for o in options):
+        kept, notes = [question], notes + ["the sub-questions leave out an option the question compares: "
                                            "researching it as one hop"]
     answering = max((i for i, sub in enumerate(kept) if asks_alike(sub, question)), default=None)
     if answering is not None and answering < len(kept) - 1:

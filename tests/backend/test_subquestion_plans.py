@@ -237,6 +237,19 @@ def test_what_a_question_asks_for_is_read_from_its_asking_words():
     assert not asks_alike("What did #1 do?", "What did the band do?")  # neither says
 
 
+def test_a_comparison_whose_hops_leave_out_an_option_is_one_hop():
+    from backend.hops import sensible
+
+    # Qwen-1.5B's decomposition of a `train` comparison: a bridge through neither option.
+    question = ("In between Polytechnic University of the Philippines and California Polytechnic State University "
+                "which was founded as a vocational high school?")
+    kept, note = sensible(["Which university was founded as a vocational high school?", "What is the name of #1?"], question)
+    assert kept == [question] and "leave out an option the question compares" in note
+    both = ["When was Polytechnic University of the Philippines founded?",
+            "When was California Polytechnic State University founded?"]
+    assert sensible(both, question) == (both, None)
+
+
 def test_hops_after_the_one_asking_what_the_question_asks_are_left_out():
     from backend.hops import sensible
 
