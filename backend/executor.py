@@ -23,7 +23,7 @@ from backend.prompts import executor as prompts
 from backend.prompts.manager import IMAGE_TEXT_SOURCE
 from backend.protocol import clean_query
 from backend.reader import AnswerReading
-from backend.hops import Hop
+from backend.hops import Hop, restates_its_subject
 from backend.image_gaps import gap_query
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
 
@@ -531,6 +531,7 @@ class ExecutorSession(AnswerReading):
         """Research one sub-question (backend.hops): search it, read its answer as a short span, and
         when no retrieved sentence states that answer, search again by its names (then by
         `other_queries`) and read again. The hop keeps its answer, the sentence and its queries.
+        An answer that is what the hop names (backend.hops.restates_its_subject) is stated by nothing.
         `subjects`, the earlier answers the hop asks about, must be named by the stating sentence's
         passage: a sentence elsewhere that happens to hold the span says nothing about them (on
         `train`: "Beijing" for "In which city was Mantua located?", from a passage on Shijiazhuang)."""
@@ -546,6 +547,8 @@ class ExecutorSession(AnswerReading):
             yield from self.search(search.name, query)
             hop.answer = yield from self.read_answer(hop.question)
             hop.sentence = stating_sentence(hop.answer, hop.question, passages_naming(self.passages, list(subjects)))
+            if restates_its_subject(hop.answer, hop.question):
+                hop.sentence = ""
             if hop.stated:
                 break
         if search is None or not hop.queries:

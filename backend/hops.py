@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from backend.evidence import choice_options, named_phrases
+from backend.evidence import choice_options, closed_options, named_phrases
 from backend.tools.text_ranking import tokenize
 
 MAX_HOPS = 3
@@ -233,6 +233,17 @@ def named_in(answer: str, question: str) -> bool:
     """Whether every content word of `answer` is already in `question`: something the question names."""
     words = _words(answer)
     return bool(words) and words <= _words(question)
+
+
+def restates_its_subject(answer: str, question: str) -> bool:
+    """Whether a sub-question's answer is what the sub-question itself names ("Damon Lamon Stoudamire"
+    for "Who is Damon Stoudamire's cousin?", read on `train`): no answer to it. A question asking for
+    a name ("What is X's full name?") or choosing among options may answer with what it names."""
+    if closed_options(question) or "name" in tokenize([question])[0]:
+        return False
+    said = set(tokenize([answer])[0])
+    names = [set(tokenize([name])[0]) for phrase in named_phrases(question) for name in re.split(r"\s+and\s+|,\s*", phrase)]
+    return named_in(answer, question) or any(name and name <= said for name in names)
 
 
 def answering_hop(hops: list[Hop], question: str) -> Hop | None:

@@ -101,6 +101,19 @@ def test_a_hop_about_an_earlier_answer_is_stated_only_by_a_passage_naming_it(ask
     assert any(isinstance(e, ReflectionDecided) and e.replan for e in events)
 
 
+def test_a_hop_answered_with_what_it_names_is_not_stated(ask):
+    from backend.hops import restates_its_subject
+
+    # Qwen-1.5B on a `train` hop: the person the sub-question names, not the cousin it asks for.
+    assert restates_its_subject("Damon Lamon Stoudamire", "Who is Damon Stoudamire's cousin?")
+    assert not restates_its_subject("Terrence Jones", "Who is Damon Stoudamire's cousin?")
+    assert not restates_its_subject("Claudio Javier López", "What is Claudio López's full name?")  # asks a name
+    assert not restates_its_subject("Carrie Akre", "Who is older, Carrie Akre or Shifty Shellshock?")  # a choice
+    events = ask(FESTIVAL, [DECOMPOSITION], ["Billy McFarland (entrepreneur)"] * 6)  # a retrieved title
+    first = [e for e in events if isinstance(e, HopAnswered)][0]
+    assert first.answer == "Billy McFarland (entrepreneur)" and not first.sentence and len(first.queries) == 2
+
+
 def test_hops_side_by_side_leave_the_answer_to_a_reading_of_the_question(ask):
     side_by_side = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
                     "2. Where was the music festival supposed to take place?")  # builds on no earlier answer
