@@ -38,6 +38,9 @@ class ConfigError(ValueError):
     """A configuration value is missing or invalid; the message names the key."""
 
 
+QUOTE_CHECKS = ("off", "plain", "nearest")  # agent.quote_check (backend.reader)
+
+
 @dataclass(frozen=True)
 class RoleConfig:
     backend: str = "llamacpp"
@@ -75,6 +78,7 @@ class AgentConfig:
     sparse_memory_planner: str = "manager"  # who plans while memory is sparse: "manager" or "planner"
     guided_actions: str = "auto"  # "auto" (as the Executor's model declares: on for local models), "on" or "off"
     read_by_quote: bool = True  # a larger Executor copies the sentence that states an open answer before its final answer
+    quote_check: str = "off"  # a quote no retrieved sentence holds: "off" (kept), "plain" (read without it), "nearest" (that sentence)
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
     plan_shape: str = "steps"  # "steps": a numbered plan of actions; "subquestions": hop by hop (backend.hops)
@@ -410,6 +414,7 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
         (a.max_tokens >= 0, f"{key_prefix}.max_tokens", "must be 0 (no limit) or a positive number of tokens"),
         (a.guided_actions in ("auto", "on", "off"), f"{key_prefix}.guided_actions", 'must be "auto", "on" or "off"'),
         (a.plan_shape in ("steps", "subquestions"), f"{key_prefix}.plan_shape", 'must be "steps" or "subquestions"'),
+        (a.quote_check in QUOTE_CHECKS, f"{key_prefix}.quote_check", 'must be "off", "plain" or "nearest"'),
         (1 <= a.plan_candidates <= 8, f"{key_prefix}.plan_candidates", "must be from 1 (one plan, no choice) to 8"),
         (
             a.sparse_memory_planner in ("manager", "planner"),

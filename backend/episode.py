@@ -69,6 +69,7 @@ class EpisodeSettings:
     planner_max_new_tokens: int = 96
     guided: bool = False
     read_by_quote: bool = False
+    quote_check: str = "off"  # agent.quote_check
     max_llm_calls: int = 0  # 0 = no limit
     max_tokens: int = 0  # 0 = no limit
     memory_k: int = 2
@@ -102,6 +103,7 @@ class EpisodeSettings:
             planner_max_new_tokens=min(config.role("planner").max_new_tokens, 200),
             guided=agent.guided_for(executor_traits),
             read_by_quote=agent.read_by_quote,
+            quote_check=agent.quote_check,
             max_llm_calls=agent.llm_calls_for(executor_traits),
             max_tokens=agent.max_tokens,
             memory_k=agent.memory_k,
@@ -464,6 +466,7 @@ class EpisodeLoop:
             self.models["executor"], run_tools, self.meter, self.run_id, max_new_tokens=s.executor_max_new_tokens,
             image=episode.image, max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
             read_by_quote=s.read_by_quote,
+            quote_check=s.quote_check,
         )
         if self._image_text:
             session.passages.append(image_text_passage(self._image_text))

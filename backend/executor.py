@@ -68,6 +68,7 @@ class ExecutorSession(AnswerReading):
         guided: bool = False,
         compare_by_facts: bool = True,
         read_by_quote: bool = False,
+        quote_check: str = "off",
     ) -> None:
         self.model, self.tools, self.meter, self.run_id = model, tools, meter, run_id
         self.max_new_tokens = max_new_tokens
@@ -75,6 +76,7 @@ class ExecutorSession(AnswerReading):
         self.guided = guided
         self.compare_by_facts = compare_by_facts  # a larger model copies each option's fact before choosing
         self.read_by_quote = read_by_quote  # a larger model copies the answer's sentence before a final open answer
+        self.quote_check = quote_check  # what becomes of a quote no retrieved sentence holds (AnswerReading)
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
         self.question = ""

@@ -6,10 +6,11 @@ where most misses of the N = 100 evaluation are lost.
 Usage: OMP_WAIT_POLICY=PASSIVE MIA_SEARCH_HYBRID=false .venv/bin/python benchmarks/reader_bench.py \
            --data data/hotpotqa/train.jsonl --type comparison --limit 40 [--variants facts,plain]
 
-Variants: `facts` (the default reader: a two-option question's facts are copied first, a comparison
-of dates or amounts is decided from them), `plain` (the choice straight from the results) and `quote`
-(`facts`, and an open question's answer read after copying the sentence that states it; off by default
-in the app). All variants read the same searched conversation, so the rows are paired. Tune on `train`; never on `dev`.
+Variants: `facts` (a two-option question's facts are copied first, a comparison of dates or amounts
+is decided from them), `plain` (the choice straight from the results), `quote` (`facts`, and an open
+question's answer read after copying the sentence that states it: the app's default), and
+`quote-plain` / `quote-nearest` (a quote no retrieved sentence holds is dropped, or replaced by the
+retrieved sentence nearest to it: agent.quote_check). All variants read the same searched conversation, so the rows are paired. Tune on `train`; never on `dev`.
 Prints one table (exact match, containment either way as whole words, seconds per question) per variant; the
 variants share the model's prompt cache, so only the first one listed pays for the searched conversation.
 """
@@ -35,14 +36,17 @@ from backend.metering import RunMeter  # noqa: E402
 from backend.runtime import make_chat_model  # noqa: E402
 from backend.tools import build_tools  # noqa: E402
 
-VARIANTS = {"facts": (True, False), "plain": (False, False), "quote": (True, True)}  # (compare_by_facts, read_by_quote)
+VARIANTS = {  # (compare_by_facts, read_by_quote, quote_check)
+    "facts": (True, False, "off"), "plain": (False, False, "off"), "quote": (True, True, "off"),
+    "quote-plain": (True, True, "plain"), "quote-nearest": (True, True, "nearest"),
+}
 
 
-def read(model, tools, record: dict, variant: tuple[bool, bool]) -> dict:
+def read(model, tools, record: dict, variant: tuple[bool, bool, str]) -> dict:
     question = record["question"]
-    compare_by_facts, read_by_quote = variant
+    compare_by_facts, read_by_quote, quote_check = variant
     session = ExecutorSession(model, tools, RunMeter(), "reader-bench", guided=True,
-                              compare_by_facts=compare_by_facts, read_by_quote=read_by_quote)
+                              compare_by_facts=compare_by_facts, read_by_quote=read_by_quote, quote_check=quote_check)
     session.start(question, [])
     for title in record_supporting_titles(record):
         for _ in session.search("search", title):
