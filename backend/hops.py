@@ -253,11 +253,14 @@ def answering_hop(hops: list[Hop], question: str) -> Hop | None:
     the team the question names) or that asks when the question does not ("When was #1 first
     played?" for "Which sport has been played at the BayArena since 1958?"). After a side check,
     the hop before it answers, if it is none either. On the first 10 `train` questions (hybrid
-    search), 2 decompositions ended with such a check, and the run answered with the check's answer."""
+    search), 2 decompositions ended with such a check, and the run answered with the check's answer.
+    A single hop answers only when it is the question itself: a narrower one ("Who was born on
+    February 20, 1983?" for "Who, born February 20, 1983, played for The Monarchs ...?", what is
+    left once side hops go) found the passages, and the question is read over them."""
     if not hops or not last_hop_answers(hops):
         return None
-    if len(hops) == 1:
-        return hops[0] if hops[0].answer else None
+    if len(hops) == 1:  # the question itself answers; a narrower hop leaves out some of what it asks
+        return hops[0] if hops[0].answer and hops[0].template.strip() == question.strip() else None
     for hop in reversed(hops):
         if not hop.answer:
             return None

@@ -151,6 +151,8 @@ def test_a_last_hop_that_checks_what_the_question_gives_does_not_answer_it():
     side_by_side = hops(("Which festival?", "Fyre Festival"), ("Where was the festival held?", "Great Exuma"))
     assert answering_hop(side_by_side, FESTIVAL) is None
     assert answering_hop(hops((FESTIVAL, "Billy McFarland")), FESTIVAL).answer == "Billy McFarland"  # one hop: as read
+    narrower = hops(("Which music festival was Billy McFarland charged for?", "Fyre Festival"))
+    assert answering_hop(narrower, FESTIVAL) is None  # a single hop narrower than the question: read for the question
 
 
 def test_the_hop_before_a_side_check_answers_the_question(ask):
