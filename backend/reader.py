@@ -113,7 +113,7 @@ class AnswerReading:
                 question, from_conversation=self._reads_conversation()))
             written = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=prompts.QUOTE_PREFILL).text
             quote = yield from self._checked_quote(" ".join(written.split()))
-        if quote:
+        if quote is not None:
             quoted = f"{prompts.QUOTE_PREFILL} {quote}"
             yield ExecutorThought(self.run_id, turn=self.turn_count, text=quoted)
             prefill = f"{quoted}\n{prompts.ANSWER_PREFILL}"
@@ -129,10 +129,10 @@ class AnswerReading:
         lines = [clean_query(line) for line in (completion.text if completion else "").splitlines()]
         return next((line.strip(" .") for line in lines if line.strip(" .")), "")
 
-    def _checked_quote(self, quote: str) -> Generator[Event, None, str]:
+    def _checked_quote(self, quote: str) -> Generator[Event, None, str | None]:
         """The quote as written, unless agent.quote_check finds no retrieved sentence holding it (three
-        quarters of its content words): then none ("plain") or the retrieved sentence nearest to it
-        ("nearest", when that holds a third of them). On `train` runs 24 of 45 quotes were the
+        quarters of its content words): then None, read without a quote ("plain"), or the retrieved
+        sentence nearest to it ("nearest", when that holds a third of them). On `train` runs 24 of 45 quotes were the
         question restated with an answer filled in, and 5 of those answers were right."""
         if self.quote_check == "off" or not quote:
             return quote
@@ -140,7 +140,7 @@ class AnswerReading:
         nearest, share = quoted_sentence(quote, in_view)
         if share >= QUOTE_HELD:
             return quote
-        replacement = nearest if self.quote_check == "nearest" and share >= QUOTE_NEAR else ""
+        replacement = nearest if self.quote_check == "nearest" and share >= QUOTE_NEAR else None
         yield Recovery(self.run_id, turn=self.turn_count, reason="no retrieved sentence holds the quote",
                        action=(f"read with the nearest retrieved sentence ({share:.0%} of the quote's words)" if replacement
                                else "read without it"), raw=quote, routine=True)
