@@ -84,7 +84,7 @@ class AgentConfig:
     plan_shape: str = "steps"  # "steps": a numbered plan of actions; "subquestions": hop by hop (backend.hops)
     plan_candidates: int = 1  # plans written per question; >1: the one most like past successful plans is followed
     caption_min_similarity: float = 0.92  # the image index's nearest match is a caption only this similar (0-1)
-    image_text_first: bool = False  # read the answer from the image's OCR text before any plan; stated there: answered
+    image_text_first: bool = True  # read the answer from the image's OCR text before any plan; stated there: answered
     taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)
     unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
     count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates

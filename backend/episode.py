@@ -34,7 +34,7 @@ from backend.events import (
     VerdictReady,
 )
 from backend.executor import ExecutorSession
-from backend.judge import CORRECT, FROM_FEEDBACK, Judge, Verdict
+from backend.judge import CORRECT, FROM_FEEDBACK, Judge, Verdict, image_text_verdict
 from backend.llm.base import ChatModel
 from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
@@ -43,7 +43,7 @@ from backend.plan_selection import PLAN_SAMPLE_TEMPERATURE, most_like_past, numb
 from backend.planner import Blueprint, Planner
 from backend.provenance import RESEARCH, Provenance
 from backend.prompts.manager import (
-    IMAGE_TEXT_MAX_CHARS, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
+    IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
 from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
@@ -149,6 +149,7 @@ class EpisodeOutcome:
     first_plan_step_count: int = 0
     taught: TaughtAnswer | None = None  # the person's answer this run started from
     hops: list[Hop] = field(default_factory=list)  # a plan of sub-questions, as researched
+    from_image_text: bool = False  # answered from the question's image text before any plan (image_text_first)
 
 
 def planner_memories(manager: Manager, question: str, namespace: str, caption: str | None,
@@ -316,6 +317,8 @@ class EpisodeLoop:
             verdict = self.judge.grade(question, answer, episode.ground_truth)
         elif taught is not None:
             verdict = Verdict(CORRECT, "the person's answer", [taught.told], source=FROM_FEEDBACK)
+        elif outcome.from_image_text:
+            verdict = image_text_verdict(IMAGE_TEXT_TITLE)
         else:
             verdict = self.judge.evaluate_without_ground_truth(question, answer, outcome.session.passages)
         yield from self._finish(episode, outcome, verdict, manager, caption, successful + failed)
@@ -392,7 +395,7 @@ class EpisodeLoop:
             return False
         yield Recovery(self.run_id, turn=session.turn_count, reason="the text in the question's image states an answer",
                        action="answered from it, without a plan or a search", routine=True)
-        outcome.session = session
+        outcome.session, outcome.from_image_text = session, True
         yield session.answer_with(draft)
         yield from session.report_steps()
         outcome.first_answer = outcome.answer = draft

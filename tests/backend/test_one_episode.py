@@ -217,21 +217,22 @@ def test_text_in_the_question_image_is_evidence_an_answer_cites(tmp_path, shared
 @pytest.mark.skipif(__import__("shutil").which("tesseract") is None, reason="needs Debian's tesseract-ocr (CI installs it)")
 def test_with_image_text_first_an_answer_the_image_states_is_given_before_any_plan(tmp_path, shared_tools, embedder,
                                                                                    scripted_model_class):
-    from backend.events import PlanReady, Recovery, ReflectionDecided
+    from backend.events import PlanReady, Recovery, ReflectionDecided, VerdictReady
 
     image = notice_image(tmp_path / "notice.png", ["HARBOUR OF VELLMARK", "TARIFF 2025: 17 CROWNS PER TONNE"])
     question = "What tariff per tonne does the notice in this image state?"
     config = served_config(tmp_path)
     config = replace(config, agent=replace(config.agent, image_text_first=True))
 
-    def ask(reader_says, image=image, question=question):
+    def ask(reader_says, image=image, question=question, ground_truth="17"):
         models = {role: scripted_model_class(role) for role in ("planner", "judge", "manager")}
         models["planner"].outputs.extend(["1. Search for the Vellmark harbour tariff"])
         models["executor"] = scripted_model_class("executor", [reader_says, answer_turn("17 crowns")])
         store = MemoryStore(config.resolved_memory_url, embedder=embedder)
         try:
             agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
-            return models, list(agent.run(RunRequest(question=question, image=image, ground_truth="17", method="mia")))
+            request = RunRequest(question=question, image=image, ground_truth=ground_truth, method="mia")
+            return models, list(agent.run(request))
         finally:
             store.close()
 
@@ -241,6 +242,12 @@ def test_with_image_text_first_an_answer_the_image_states_is_given_before_any_pl
     assert not any(isinstance(e, (PlanReady, ReflectionDecided)) for e in events) and not models["planner"].prompts
     assert any(isinstance(e, Recovery) and e.action == "answered from it, without a plan or a search" for e in events)
     assert len(models["executor"].prompts) == 1  # one read of the image's text
+
+    # Without ground truth the verdict says what can and cannot be checked, without the Judge's calls.
+    models, events = ask("17", ground_truth=None)
+    verdict = next(e for e in events if isinstance(e, VerdictReady))
+    assert verdict.label == "unsure" and verdict.method == "stated by the question's image" and not models["judge"].prompts
+    assert "only the person who sent it can confirm" in verdict.feedback[0]
 
     # The question's own frame around the span ("per tonne", the question's rate) is no question word repeated.
     models, events = ask("17 crowns per tonne")
