@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from backend.events import HopAnswered, MemoryStored, VerdictReady
+from backend.judge import STATED_BY_IMAGE
 
 # How the terminal and the trace introduce a memory shown by its strategy alone (backend/strategy.py).
 STRATEGY_SHOWN = "shown as its strategy, names left out"
@@ -58,6 +59,8 @@ def verdict_provenance(event: VerdictReady) -> str:
     """How a verdict was reached, in words: verified against ground truth, or the Judge's opinion."""
     if event.verified:
         return f"verified against the ground truth {event.ground_truth!r} by {event.method}"
+    if event.method == STATED_BY_IMAGE:
+        return "unverified: your image's text states it, as OCR read it; give a thumb or the right answer to verify it"
     confidence = f", confidence {event.confidence:.2f}" if event.confidence is not None else ""
     return f"unverified: the Judge's opinion without ground truth ({event.method}{confidence}); give a thumb or the right answer to verify it"
 

@@ -62,12 +62,15 @@ class Verdict:
         return self.source != FROM_JUDGE
 
 
+STATED_BY_IMAGE = "stated by the question's image"  # the method of image_text_verdict's verdicts
+
+
 def image_text_verdict(source_title: str) -> Verdict:
     """The verdict on an answer read from the question's own image text before any research
     (agent.image_text_first): unverified and leaning correct, without the Judge's four calls. The
     text states it by construction; what nothing here can check is the image itself and OCR's
     reading, which only the person who sent it can confirm."""
-    return Verdict(UNSURE, "stated by the question's image", [
+    return Verdict(UNSURE, STATED_BY_IMAGE, [
         "unsure: the answer is what OCR read in the question's image; without ground truth only the person "
         "who sent it can confirm the image and the reading"], source=FROM_JUDGE, evidence=[source_title], leaning=CORRECT)
 

@@ -248,6 +248,9 @@ def test_with_image_text_first_an_answer_the_image_states_is_given_before_any_pl
     verdict = next(e for e in events if isinstance(e, VerdictReady))
     assert verdict.label == "unsure" and verdict.method == "stated by the question's image" and not models["judge"].prompts
     assert "only the person who sent it can confirm" in verdict.feedback[0]
+    from app.wording import verdict_provenance
+
+    assert verdict_provenance(verdict).startswith("unverified: your image's text states it, as OCR read it")
 
     # The question's own frame around the span ("per tonne", the question's rate) is no question word repeated.
     models, events = ask("17 crowns per tonne")
