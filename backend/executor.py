@@ -548,16 +548,21 @@ class ExecutorSession(AnswerReading):
             hop.queries.append(query)
             yield from self.search(search.name, query)
             hop.answer = yield from self.read_answer(hop.question)
-            hop.sentence = stating_sentence(hop.answer, hop.question, passages_naming(self.passages, list(subjects)))
-            if restates_its_subject(hop.answer, hop.question):
-                hop.sentence = ""
+            hop.sentence = self._hop_sentence(hop, subjects)
             if hop.stated:
                 break
         if search is None or not hop.queries:
             hop.answer = yield from self.read_answer(hop.question)
-            hop.sentence = stating_sentence(hop.answer, hop.question, passages_naming(self.passages, list(subjects)))
+            hop.sentence = self._hop_sentence(hop, subjects)
         yield HopAnswered(self.run_id, turn=self.turn_count, **hop.to_dict())
         yield from self.report_steps()
+
+    def _hop_sentence(self, hop: Hop, subjects: tuple[str, ...]) -> str:
+        """The retrieved sentence that states the hop's answer, in a passage naming its subjects; ""
+        when none does, or when the answer is what the hop itself names."""
+        if restates_its_subject(hop.answer, hop.question):
+            return ""
+        return stating_sentence(hop.answer, hop.question, passages_naming(self.passages, list(subjects)))
 
     def trace_text(self, max_chars: int = 1200) -> str:
         """A compact account of what was done, for reflection and consolidation prompts."""

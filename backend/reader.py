@@ -132,8 +132,8 @@ class AnswerReading:
     def _checked_quote(self, quote: str) -> Generator[Event, None, str | None]:
         """The quote as written, unless agent.quote_check finds no retrieved sentence holding it (three
         quarters of its content words): then None, read without a quote ("plain"), or the retrieved
-        sentence nearest to it ("nearest", when that holds a third of them). On `train` runs 24 of 45 quotes were the
-        question restated with an answer filled in, and 5 of those answers were right."""
+        sentence nearest to it ("nearest", when that holds a third of them). On `train` runs 24 of 45
+        quotes were the question restated with an answer filled in, and 5 of those answers were right."""
         if self.quote_check == "off" or not quote:
             return quote
         in_view = [p for p in self.passages if p.get("title") in self.read_from] or self.passages

@@ -10,7 +10,8 @@ Variants: `facts` (a two-option question's facts are copied first, a comparison 
 is decided from them), `plain` (the choice straight from the results), `quote` (`facts`, and an open
 question's answer read after copying the sentence that states it: the app's default), and
 `quote-plain` / `quote-nearest` (a quote no retrieved sentence holds is dropped, or replaced by the
-retrieved sentence nearest to it: agent.quote_check). All variants read the same searched conversation, so the rows are paired. Tune on `train`; never on `dev`.
+retrieved sentence nearest to it: agent.quote_check). All variants read the same searched
+conversation, so the rows are paired. Tune on `train`; never on `dev`.
 Prints one table (exact match, containment either way as whole words, seconds per question) per variant; the
 variants share the model's prompt cache, so only the first one listed pays for the searched conversation.
 """
