@@ -152,15 +152,6 @@ def last_hop_answers(hops: list[Hop]) -> bool:
     return len(hops) < 2 or bool(_REFERENCE.search(hops[-1].template))
 
 
-_ASKS_TIME = re.compile(r"^\W*(?:when\b|(?:in|from|since|by|until)?\s*(?:what|which)\s+(?:year|decade|century|date|month|day)\b)",
-                        re.IGNORECASE)
-
-
-def asks_for_time(question: str) -> bool:
-    """Whether a question asks when ("When ...?", "In which year ...?")."""
-    return bool(_ASKS_TIME.match(question))
-
-
 _WH = re.compile(r"\b(what|which|who|whom|when|where|how)\b", re.IGNORECASE)
 _OPENING = re.compile(r"^\W*(?:(?:in|on|at|from|for|during|of|by|to|since|until)\s+)?(what|which|who|whom|when|where|how)\b",
                       re.IGNORECASE)
@@ -220,6 +211,11 @@ def asked_kind(question: str) -> tuple[str, ...] | None:
             return ("<time>",)
         stems = tuple(tokenize([" ".join(phrase)])[0])
         return stems or None
+
+
+def asks_for_time(question: str) -> bool:
+    """Whether a question asks when ("When ...?", "In which year ...?", "... born in what year?")."""
+    return asked_kind(question) == ("<time>",)
 
 
 def asks_alike(first: str, second: str) -> bool:

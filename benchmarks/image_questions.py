@@ -282,6 +282,14 @@ def run_facts(eval_dir: Path, row) -> dict:
             "caption": (started.caption or "") if started else ""}
 
 
+ROW_COLUMNS = ("N", "judge accuracy", "EM", "F1", "forced", "cites the image", "LLM calls p50", "p50 s", "p95 s")
+
+
+def row_header(first: str) -> str:
+    """The header of row_line's table, its first column named FIRST."""
+    return f"| {first} | {' | '.join(ROW_COLUMNS)} |\n|---|{'---|' * len(ROW_COLUMNS)}"
+
+
 def row_line(label: str, rows: list, facts: list[dict] | None) -> str:
     n = len(rows)
     cited = f"{sum(f['cites_image'] for f in facts)}" if facts is not None else "–"
@@ -299,8 +307,7 @@ def table(folder: Path, image_eval: Path, text_evals: list[Path], threshold: flo
     pages = [r for r in image_rows if kinds.get(r.id) == PAGE]
     flags = [r for r in image_rows if kinds.get(r.id) == FLAG]
     print(f"Image questions of {folder} (set.json sha256 {file_digest(folder / 'set.json')[:16]})")
-    print("| questions | N | judge accuracy | EM | F1 | forced | cites the image | LLM calls p50 | p50 s | p95 s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(row_header("questions"))
     print(row_line(f"scanned first hop, with the image ({method})", pages, [facts[r.id] for r in pages]))
     if flags:
         print(row_line(f"flags of the image index ({method})", flags, [facts[r.id] for r in flags]))
@@ -332,8 +339,7 @@ def notices_table(folder: Path, evals: list[Path]) -> None:
     for a question the image's own text answers (right, not forced, cited to the image, at most
     NOTICE_CALLS LLM calls)."""
     print(f"Notices of {folder} (notices.jsonl sha256 {file_digest(folder / 'notices.jsonl')[:16]})")
-    print("| evaluation | N | judge accuracy | EM | F1 | forced | cites the image | LLM calls p50 | p50 s | p95 s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(row_header("evaluation"))
     met_lines = []
     for path in evals:
         rows = ResultsFile(path / ROWS_FILE).read()

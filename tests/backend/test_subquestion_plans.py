@@ -231,7 +231,7 @@ def test_a_decomposition_that_names_nothing_the_question_names_makes_the_questio
 
 
 def test_what_a_question_asks_for_is_read_from_its_asking_words():
-    from backend.hops import asked_kind, asks_alike
+    from backend.hops import asked_kind, asks_alike, asks_for_time
 
     assert asked_kind("In what year was the drummer from the album \"Angel of Retribution\" born?") == ("<time>",)
     assert asked_kind("When was #1 born?") == ("<time>",)
@@ -250,6 +250,12 @@ def test_what_a_question_asks_for_is_read_from_its_asking_words():
     assert asks_alike("What sport is played at the BayArena?", "Which sport has been played at the BayArena since 1958?")
     assert not asks_alike("What sports organization did #1 found?", "Which sports complex hosted the Games?")
     assert not asks_alike("What did #1 do?", "What did the band do?")  # neither says
+    # asking when is one of those kinds, however it is worded
+    for when in ("When was #1 first played?", "In which year did it open?", "On what date did #1 open?",
+                 "The actor who starred in Heat was born in what year?"):
+        assert asks_for_time(when), when
+    for other in ("Who was born in 1983?", "Which team did #1 play for?", "How many years did it last?"):
+        assert not asks_for_time(other), other
 
 
 def test_a_comparison_whose_hops_leave_out_an_option_is_one_hop():
