@@ -139,7 +139,8 @@ def build(split: str, out: Path, count: int, flags: int = len(CAPITALS)) -> None
                               "kind": FLAG, "image": f"flags/{image_path.name}"})
     write_jsonl(out / "image.jsonl", image_records)
     write_jsonl(out / "text.jsonl", text_records)
-    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "set.json")
+    # the set's own files only: a driver's logs and other runs' outputs may share the folder
+    files = sorted([*(out / "pages").glob("*.jpg"), *(out / "flags").glob("*.jpg"), out / "image.jsonl", out / "text.jsonl"])
     manifest = {"split": split, "seed": SEEDS[split], "pages": len(text_records), "flags": len(flag_entries),
                 "files": {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}}
     (out / "set.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

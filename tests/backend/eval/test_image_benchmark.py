@@ -49,6 +49,8 @@ def test_the_character_error_rate_counts_edits_per_character_of_the_truth():
 
 def test_a_set_is_rebuilt_byte_for_byte_from_its_seed_and_hides_each_pages_article(tmp_path):
     build("train", tmp_path / "a", 4, flags=1)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "load.log").write_text("2026-12-05T16:30:31Z 1.0 1.0 1.0\n")  # a driver's log beside the set
     build("train", tmp_path / "b", 4, flags=1)
     assert (tmp_path / "a" / "set.json").read_bytes() == (tmp_path / "b" / "set.json").read_bytes()
     records = [json.loads(line) for line in (tmp_path / "a" / "image.jsonl").read_text(encoding="utf-8").splitlines()]
