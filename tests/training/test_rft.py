@@ -17,13 +17,18 @@ from tests.training.test_ttrl import make_learner, settings, store, tiny_model  
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
 
 
-def remember(store, run_id: str, *, verified: bool, correct: bool = True, question: str = QUESTION):
+def remember(store, run_id: str, *, verified: bool, correct: bool = True, question: str = QUESTION,
+             subquestions: tuple[str, ...] = ()):
+    """A run's memory; with `subquestions`, of a run that planned in sub-questions (as backend.episode stores it)."""
     provenance = Provenance(origin=RESEARCH, run_id=run_id, answer="Arthur's Magazine", first_answer="Arthur's Magazine",
                             verified=verified, verdict_source="ground_truth" if verified else "judge",
-                            ground_truth="Arthur's Magazine" if verified else None, memories_used=[], trajectory="t")
-    return store.add(NewMemory(question=question, summary=f"Compared the founding years ({run_id}).",
-                               plan="1. Search for Arthur's Magazine.\n2. Search for First for Women.", correct=correct,
-                               namespace="alice", provenance=provenance.to_dict()))
+                            ground_truth="Arthur's Magazine" if verified else None, memories_used=[], trajectory="t",
+                            decomposition=[{"number": i, "template": sub, "question": sub, "answer": "x", "sentence": "x"}
+                                           for i, sub in enumerate(subquestions, 1)] or None)
+    plan = ("\n".join(f"{i}. {sub}" for i, sub in enumerate(subquestions, 1)) if subquestions
+            else "1. Search for Arthur's Magazine.\n2. Search for First for Women.")
+    return store.add(NewMemory(question=question, summary=f"Compared the founding years ({run_id}).", plan=plan,
+                               correct=correct, namespace="alice", provenance=provenance.to_dict()))
 
 
 def test_only_a_verified_success_of_the_signals_run_is_learned_from(make_learner, store):
@@ -66,6 +71,37 @@ def test_the_example_is_the_planner_turn_the_app_would_prompt_without_the_memory
     assert completion.startswith(" Arthur's Magazine.\n2. Search for First for Women.")
     assert sample.completion_ids[-1] == learner.policy().tokenizer.eos_token_id
     assert plan_messages(QUESTION, "", "search")[0]["content"] in prompt  # the Planner's own system text
+
+
+def test_a_plan_of_sub_questions_is_learned_as_the_planner_decomposes_and_a_plan_of_another_shape_is_not(
+        make_learner, store):
+    from dataclasses import replace
+
+    from backend.prompts.planner import DECOMPOSE_PREFILL, DECOMPOSE_SYSTEM
+
+    learner = make_learner(learner="rft")
+    hops = ("When was Arthur's Magazine started?", "When was First for Women started?")
+    good = remember(store, "run-good", verified=True, subquestions=hops)
+    remember(store, "run-other", verified=True, question="When was Arthur's Magazine founded?",
+             subquestions=("In which year was Arthur's Magazine founded?",))
+    steps = remember(store, "run-steps", verified=True, question="Who publishes First for Women?")
+    shape = replace(learner.episode_settings, plan_shape="subquestions")
+    sample = plan_sample(learner.policy(), learner.manager, good, tools_text="search", settings=shape)
+    prompt = learner.policy()._decode(sample.prompt_ids)
+    assert DECOMPOSE_SYSTEM in prompt and prompt.endswith(DECOMPOSE_PREFILL) and QUESTION in prompt
+    # the other run's decomposition is its worked example; its own is what it learns, not what it reads
+    assert "In which year was Arthur's Magazine founded?" in prompt and hops[1] not in prompt
+    completion = learner.policy()._decode(sample.completion_ids)
+    assert completion.startswith(f" {hops[0]}\n2. {hops[1]}")
+    assert sample.completion_ids[-1] == learner.policy().tokenizer.eos_token_id
+    # a run that planned in the other shape took another Planner turn: nothing to learn from it now
+    assert plan_sample(learner.policy(), learner.manager, steps, tools_text="search", settings=shape) is None
+    assert plan_sample(learner.policy(), learner.manager, good, tools_text="search",
+                       settings=learner.episode_settings) is None
+    learner.submit(Signal(QUESTION, "ground_truth", "alice", "Arthur's Magazine", "feedback:run-good"))
+    assert learner.work_once() == "processed" and learner.batch == []
+    assert learner.read_log("signals.jsonl")[-1]["note"] == (
+        "its run's plan is not of the shape the Planner now writes (steps)")
 
 
 def test_an_rft_update_raises_the_plans_likelihood(make_learner, store):

@@ -564,10 +564,10 @@ class TestTimeLearner:
         self.activity = f"reading the verified plan for: {signal.question[:80]}"
         memory = successful_memory(self.manager, signal)
         version = self.versions.current().name
-        samples = []
-        if memory is not None:
-            samples = [asdict(plan_sample(self.policy(), self.manager, memory, settings=self.episode_settings,
-                                          tools_text=tool_names_line(self.tools.values())))]
+        sample = None if memory is None else plan_sample(self.policy(), self.manager, memory, settings=self.episode_settings,
+                                                         tools_text=tool_names_line(self.tools.values()))
+        samples = [] if sample is None else [asdict(sample)]
+        if samples:
             with self._lock:
                 self.batch.append(_Group(signal=signal.to_dict(), rewards=[1.0], samples=[samples]))
                 self._save_batch()
@@ -576,7 +576,8 @@ class TestTimeLearner:
             "namespace": signal.namespace, "planner_version": version, "learner": "rft",
             "rewards": [1.0] if samples else [], "answers": [], "correct": len(samples),
             "memory": memory.id if memory is not None else None,
-            "note": "" if samples else "no verified successful plan to learn from",
+            "note": ("" if samples else "no verified successful plan to learn from" if memory is None
+                     else f"its run's plan is not of the shape the Planner now writes ({self.episode_settings.plan_shape})"),
             "seconds": round(time.perf_counter() - started, 2),
         })
         return SignalOutcome(signal, [], [], [], time.perf_counter() - started)

@@ -5,7 +5,8 @@ memory labelled by its verified outcome; a signal about a run whose memory is a 
 becomes one supervised example, with no rollouts: the Planner's prompt as the app built it (the
 question, the memories it would be shown, without the run's own memory) and the plan it wrote. The
 update maximises the plan's log-likelihood under the LoRA; the canary and the promotion are
-GRPO's. Sub-question plans are not trained this way yet (only steps plans).
+GRPO's. A plan of sub-questions is learned as the Planner writes one: the decomposition prompt with
+the worked examples it would be shown, and the sub-questions as they were researched.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import torch
 
 from backend.manager import Manager
 from backend.prompts.manager import format_memories
-from backend.prompts.planner import PLAN_PREFILL, plan_messages
+from backend.hops import worked_examples
+from backend.prompts.planner import (DECOMPOSE_PREFILL, PLAN_PREFILL, decompose_messages, decomposition_text,
+                                     plan_messages, worked_examples_text)
 from backend.provenance import read_provenance
 from memory_db import Memory, MemoryNotFoundError
 from training.episode import EpisodeSettings
@@ -48,18 +51,36 @@ def successful_memory(manager: Manager, signal: Signal) -> Memory | None:
     return None
 
 
+def subquestions_of(memory: Memory) -> list[str]:
+    """The sub-questions of a memory's plan of sub-questions as researched, or [] for a plan of steps."""
+    hops = read_provenance(memory.provenance).decomposition or []
+    templates = [hop.get("template") for hop in hops]
+    return templates if templates and all(isinstance(t, str) and t.strip() for t in templates) else []
+
+
 def plan_sample(policy: PolicyChatModel, manager: Manager, memory: Memory, *, tools_text: str,
-                settings: EpisodeSettings) -> TurnSample:
+                settings: EpisodeSettings) -> TurnSample | None:
     """The Planner turn that writes `memory`'s plan, as the app prompts it: the memories it would be
-    shown for the question (never the memory itself), and the plan after the Planner's prefill."""
+    shown for the question (never the memory itself), and the plan after the Planner's prefill; for
+    `settings.plan_shape` "subquestions", the decomposition turn with the worked examples among those
+    memories. None when the run planned in the other shape: the Planner's turn now is not the one it
+    took."""
     from backend.episode import planner_memories
 
+    subquestions = subquestions_of(memory)
+    if (settings.plan_shape == "subquestions") != bool(subquestions):
+        return None
     successful, failed = planner_memories(manager, memory.question, memory.namespace, memory.caption, settings)
     successful = [m for m in successful if m["id"] != memory.id]
     failed = [m for m in failed if m["id"] != memory.id]
-    messages = plan_messages(memory.question, format_memories(successful, failed), tools_text, memory.caption)
-    plan = memory.plan.strip()
-    prefill = PLAN_PREFILL if plan.startswith(PLAN_PREFILL) else ""
+    if subquestions:
+        messages = decompose_messages(memory.question, worked_examples_text(worked_examples(successful + failed)),
+                                      memory.caption)
+        plan, prefill = decomposition_text(subquestions), DECOMPOSE_PREFILL
+    else:
+        messages = plan_messages(memory.question, format_memories(successful, failed), tools_text, memory.caption)
+        plan = memory.plan.strip()
+        prefill = PLAN_PREFILL if plan.startswith(PLAN_PREFILL) else ""
     completion = policy.encode(plan[len(prefill):]) + [policy.tokenizer.eos_token_id]
     return TurnSample(policy.prompt_ids(messages, prefill), completion)
 
