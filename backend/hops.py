@@ -272,16 +272,21 @@ def weakest(hops: list[Hop]) -> Hop | None:
     return next((hop for hop in hops if not hop.stated), None)
 
 
+def readable_decomposition(hops) -> bool:
+    """Whether a stored decomposition is a plan of sub-questions as backend.episode stores one (a
+    Hop.to_dict() per hop), not none or data of another shape (an imported file)."""
+    return isinstance(hops, list) and bool(hops) and all(
+        isinstance(hop, dict) and isinstance(hop.get("template"), str) and isinstance(hop.get("number"), int)
+        for hop in hops)
+
+
 def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, list[str], str]]:
     """Verified decompositions among retrieved memories (backend.manager.memory_to_dict): (question,
     sub-questions as written, how it went), for backend.prompts.planner.worked_examples_text."""
     examples = []
     for memory in memories:
         hops = memory.get("decomposition")
-        readable = isinstance(hops, list) and hops and all(
-            isinstance(hop, dict) and isinstance(hop.get("template"), str) and isinstance(hop.get("number"), int)
-            for hop in hops)
-        if not readable or not memory.get("verified", True):  # none, or data of another shape (an imported file)
+        if not readable_decomposition(hops) or not memory.get("verified", True):
             continue
         if memory.get("correct"):
             outcome = "the answer was right"

@@ -17,7 +17,7 @@ import torch
 
 from backend.manager import Manager
 from backend.prompts.manager import format_memories
-from backend.hops import worked_examples
+from backend.hops import readable_decomposition, worked_examples
 from backend.prompts.planner import (DECOMPOSE_PREFILL, PLAN_PREFILL, decompose_messages, decomposition_text,
                                      plan_messages, worked_examples_text)
 from backend.provenance import read_provenance
@@ -53,9 +53,8 @@ def successful_memory(manager: Manager, signal: Signal) -> Memory | None:
 
 def subquestions_of(memory: Memory) -> list[str]:
     """The sub-questions of a memory's plan of sub-questions as researched, or [] for a plan of steps."""
-    hops = read_provenance(memory.provenance).decomposition or []
-    templates = [hop.get("template") for hop in hops]
-    return templates if templates and all(isinstance(t, str) and t.strip() for t in templates) else []
+    hops = read_provenance(memory.provenance).decomposition
+    return [hop["template"] for hop in hops] if readable_decomposition(hops) else []
 
 
 def plan_sample(policy: PolicyChatModel, manager: Manager, memory: Memory, *, tools_text: str,
