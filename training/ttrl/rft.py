@@ -16,12 +16,11 @@ from collections.abc import Callable, Sequence
 import torch
 
 from backend.manager import Manager
-from backend.prompts.manager import format_memories
-from backend.hops import readable_decomposition, worked_examples
-from backend.prompts.planner import (DECOMPOSE_PREFILL, PLAN_PREFILL, decompose_messages, decomposition_text,
-                                     plan_messages, worked_examples_text)
+from backend.hops import readable_decomposition
+from backend.prompts.planner import DECOMPOSE_PREFILL, PLAN_PREFILL, decompose_messages, decomposition_text, plan_messages
 from backend.provenance import read_provenance
 from memory_db import Memory, MemoryNotFoundError
+from training.datasets import memories_text
 from training.episode import EpisodeSettings
 from training.grpo import UpdateStats
 from training.packing import pack, packed_logprobs
@@ -72,12 +71,12 @@ def plan_sample(policy: PolicyChatModel, manager: Manager, memory: Memory, *, to
     successful, failed = planner_memories(manager, memory.question, memory.namespace, memory.caption, settings)
     successful = [m for m in successful if m["id"] != memory.id]
     failed = [m for m in failed if m["id"] != memory.id]
+    shown = memories_text(successful, failed, settings.plan_shape)
     if subquestions:
-        messages = decompose_messages(memory.question, worked_examples_text(worked_examples(successful + failed)),
-                                      memory.caption)
+        messages = decompose_messages(memory.question, shown, memory.caption)
         plan, prefill = decomposition_text(subquestions), DECOMPOSE_PREFILL
     else:
-        messages = plan_messages(memory.question, format_memories(successful, failed), tools_text, memory.caption)
+        messages = plan_messages(memory.question, shown, tools_text, memory.caption)
         plan = memory.plan.strip()
         prefill = PLAN_PREFILL if plan.startswith(PLAN_PREFILL) else ""
     completion = policy.encode(plan[len(prefill):]) + [policy.tokenizer.eos_token_id]

@@ -12,11 +12,9 @@ from backend.llm.base import ChatModel
 from backend.episode import planner_memories
 from backend.events import RunFinished
 from backend.manager import Manager
-from backend.hops import worked_examples
-from backend.prompts.manager import format_memories
 from backend.provenance import LEARNING, Provenance
-from backend.prompts.planner import worked_examples_text
 from backend.tools.base import Tool
+from training.datasets import memories_text
 from training.episode import Episode, EpisodeSettings, run_episode
 from training.policy import PolicyChatModel, TurnSample
 from training.rewards import Reward
@@ -136,6 +134,4 @@ def memory_context(manager: Manager, signal: Signal, settings: EpisodeSettings) 
     """The Planner's memories for the signal's question, retrieved and shown as the app does: contrastive
     memories, or for a plan of sub-questions the worked examples among them."""
     successful, failed = planner_memories(manager, signal.question, signal.namespace, None, settings)
-    text = (worked_examples_text(worked_examples(successful + failed)) if settings.plan_shape == "subquestions"
-            else format_memories(successful, failed))
-    return ShownMemories(text, [m["id"] for m in successful + failed], [m["plan"] for m in successful])
+    return ShownMemories(memories_text(successful, failed, settings.plan_shape), [m["id"] for m in successful + failed], [m["plan"] for m in successful])
