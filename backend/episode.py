@@ -45,10 +45,9 @@ from backend.provenance import RESEARCH, Provenance
 from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
-from backend.prompts.planner import worked_examples_text
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
-from backend.hops import Hop, answering_hop, fill, hops_from, subjects_of, weakest, worked_examples
+from backend.hops import Hop, answering_hop, fill, hops_from, subjects_of, weakest, worked_examples_shown
 from backend.image_gaps import gap_query, image_heading
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
@@ -415,7 +414,7 @@ class EpisodeLoop:
         else:
             first_planner = self._first_planner(planner, successful, failed)
             worked = (episode.memory_text if episode.memory_text is not None
-                      else worked_examples_text(worked_examples(successful + failed)))
+                      else worked_examples_shown(successful, failed))
             blueprint, chosen = self._chosen_blueprint(
                 lambda temperature: first_planner.decompose(question, worked, caption, temperature), successful)
             plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,

@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from backend.evidence import choice_options, closed_options, named_phrases
+from backend.prompts.planner import worked_examples_text
 from backend.tools.text_ranking import tokenize
 
 MAX_HOPS = 3
@@ -282,7 +283,7 @@ def readable_decomposition(hops) -> bool:
 
 def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, list[str], str]]:
     """Verified decompositions among retrieved memories (backend.manager.memory_to_dict): (question,
-    sub-questions as written, how it went), for backend.prompts.planner.worked_examples_text."""
+    sub-questions as written, how it went), for worked_examples_shown."""
     examples = []
     for memory in memories:
         hops = memory.get("decomposition")
@@ -296,3 +297,9 @@ def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, lis
                        else "the answer was wrong although a sentence stated every hop's answer")
         examples.append((memory["question"], [hop["template"] for hop in hops], outcome))
     return examples[:limit]
+
+
+def worked_examples_shown(successful: list[dict], failed: list[dict]) -> str:
+    """The worked examples among retrieved memories as the Planner writing sub-questions is shown them
+    (the app's episodes, test-time rollouts and training data alike)."""
+    return worked_examples_text(worked_examples(successful + failed))

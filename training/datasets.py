@@ -20,10 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from backend.hops import worked_examples
+from backend.hops import worked_examples_shown
 from backend.planner import Planner
 from backend.prompts.manager import format_memories
-from backend.prompts.planner import worked_examples_text
 from backend.replay import replay
 from backend.runlog import RunLog
 
@@ -78,7 +77,7 @@ def memories_text(successful: list[dict], failed: list[dict], plan_shape: str = 
     """Retrieved memories (backend.manager.memory_to_dict) as the app's Planner is shown them: the
     contrastive memories for a plan of steps, the worked examples among them for sub-questions."""
     if check_plan_shape(plan_shape) == "subquestions":
-        return worked_examples_text(worked_examples(successful + failed))
+        return worked_examples_shown(successful, failed)
     return format_memories(successful, failed)
 
 
