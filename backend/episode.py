@@ -407,7 +407,8 @@ class EpisodeLoop:
         and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
         answering hop's (backend.hops.answering_hop: the last one built on an earlier answer, unless it is
         a side check); without one, and for a closed question, it is read for the question from every
-        hop's results."""
+        hop's results. A plan of one sub-question is researched by the Executor's own turns for the
+        question (ExecutorSession.research_as_question), with no replan."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
         if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1): its hops as written
             subquestions = list(episode.plan_steps)
@@ -426,6 +427,11 @@ class EpisodeLoop:
         session = outcome.session = self._session(episode, run_tools)
         session.start(question, subquestions, self._executor_caption(caption), context=self.method.executor_notes(successful, failed))
         hops = outcome.hops = hops_from(subquestions)
+        if len(hops) == 1:
+            yield from session.research_as_question(hops[0], question, max_turns=s.max_turns, deadline=deadline)
+            outcome.first_answer = outcome.answer = session.answer
+            outcome.plan_steps = [hops[0].template]
+            return
         yield from self._research_hops(session, hops, deadline)
         for round_no in range(1, (s.reflections if self.method.reflects else 0) + 1):
             weak = weakest(hops)

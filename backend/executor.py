@@ -437,8 +437,17 @@ class ExecutorSession(AnswerReading):
             return " | ".join(f"{c['title']}: {c['sentence']}" for c in cited) or None
         return stating_sentence(self.answer, question, self.passages, max_chars=max_chars)
 
+    def queries(self) -> list[str]:
+        """The queries searched so far, in order, each once."""
+        found = [q for step in self.steps for q in self._step_queries(step)]
+        return list(dict.fromkeys(found))
+
     def searched_queries(self) -> set[str]:
-        return {q.lower() for s in self.steps for q in (self._queries(s) or []) if isinstance(q, str)}
+        return {q.lower() for q in self.queries()}
+
+    def _step_queries(self, step: Step) -> list[str]:
+        queries = self._queries(step) or []
+        return [queries] if isinstance(queries, str) else [q for q in queries if isinstance(q, str)]
 
     def _queries(self, step: Step):
         """The queries of a tool call, read from the argument its tool declares (None if it takes none)."""
@@ -556,6 +565,19 @@ class ExecutorSession(AnswerReading):
             hop.sentence = self._hop_sentence(hop, subjects)
         yield HopAnswered(self.run_id, turn=self.turn_count, **hop.to_dict())
         yield from self.report_steps()
+
+    def research_as_question(self, hop: Hop, question: str, *, max_turns: int, deadline: float) -> Iterator[Event]:
+        """Research a plan's only sub-question (the question, or a narrower wording of what it asks) by
+        the Executor's own turns for the question, the hop shown as its plan: search, read, search again
+        while the answer is not found, as the Executor alone researches. On the first 20 `train`
+        questions (hybrid search) 11 plans were one hop, and research_hop's single search with the hop's
+        words answered 4 of them where the Executor alone answered 5. The hop's answer is the question's."""
+        hop.question = hop.template
+        yield from self.run(question, max_turns=max_turns, deadline=deadline)
+        hop.answer = self.answer
+        hop.sentence = "" if restates_its_subject(self.answer, question) else (self.answer_support(question) or "")
+        hop.queries = self.queries()
+        yield HopAnswered(self.run_id, turn=self.turn_count, **hop.to_dict())
 
     def _hop_sentence(self, hop: Hop, subjects: tuple[str, ...]) -> str:
         """The retrieved sentence that states the hop's answer, in a passage naming its subjects; ""

@@ -41,8 +41,9 @@ def ask(tmp_path, shared_tools, embedder, scripted_model_class):
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     models = {}
 
-    def run(question, planner, reader, ground_truth="Great Exuma"):
-        models.update(planner=scripted_model_class("planner", planner), executor=scripted_model_class("executor", reader),
+    def run(question, planner, reader, ground_truth="Great Exuma", choices=()):
+        models.update(planner=scripted_model_class("planner", planner),
+                      executor=scripted_model_class("executor", reader, choices),
                       judge=scripted_model_class("judge"), manager=scripted_model_class("manager"))
         agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
         return list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth)))
@@ -174,10 +175,21 @@ def test_a_hop_after_the_one_answering_the_question_is_not_researched(ask):
 
 
 def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_hop(ask):
-    events = ask(FESTIVAL, ["I think it was in the Bahamas."], ["Great Exuma"])
+    """A plan of one hop is researched by the Executor's own turns for the question, as the Executor
+    alone would: it chooses its searches and answers when it has read enough."""
+    turns = ["Billy McFarland wire fraud festival",  # the first turn searches: the query
+             "I need where the festival was held", "Fyre Festival",  # a thought, then (chosen: search) a query
+             "Now I know", "Great Exuma"]  # a thought, then (chosen: answer) the answer read
+    events = ask(FESTIVAL, ["I think it was in the Bahamas."], turns, choices=["search", "answer"])
     plan = next(e for e in events if isinstance(e, PlanReady))
     assert plan.steps == [FESTIVAL] and "researching the question as one hop" in plan.recovered
+    [hop] = [e for e in events if isinstance(e, HopAnswered)]
+    assert hop.queries == ["Billy McFarland wire fraud festival", "Fyre Festival"] and hop.answer == "Great Exuma"
+    assert "Great Exuma" in hop.sentence  # the retrieved sentence that states it
     assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
+    assert not any(isinstance(e, ReflectionDecided) for e in events)
+    first_turn = next(m for m in ask.models["executor"].prompts[0] if m["role"] == "user")
+    assert FESTIVAL in first_turn["content"]  # the turns research the question, the hop shown as its plan
 
 
 def test_a_decomposition_of_another_shape_is_no_worked_example():
