@@ -91,6 +91,7 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     kept: list[str] = []
     renumbered: dict[str, str] = {}  # a kept hop's number as written -> as kept
     identities: dict[str, str] = {}  # a hop asking who a name is, by its number -> that name
+    vacuous = 0
     for number, sub in enumerate(subquestions, 1):
         identity = _IDENTITY.match(sub)
         if identity and named_in(identity.group(1), question):
@@ -100,15 +101,21 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
         references = _REFERENCE.findall(sub)
         if any(n not in renumbered for n in references) or not (references or _words(sub) & asked):
             continue  # about nothing the question names, or resting on a hop that went
+        if asks_nothing_of(sub):
+            renumbered[str(number)] = renumbered[references[-1]]
+            vacuous += 1
+            continue
         kept.append(_REFERENCE.sub(lambda m: f"#{renumbered[m.group(1)]}", sub))
         renumbered[str(number)] = str(len(kept))
     notes = ([f"left out {len(identities)} sub-question(s) asking only who or what a name the question gives is"]
              if identities else [])
-    if len(kept) + len(identities) < len(subquestions):
-        notes.append(f"left out {len(subquestions) - len(identities) - len(kept)} sub-question(s) about nothing "
-                     "the question names or resting on one that was left out")
+    if vacuous:
+        notes.append(f"left out {vacuous} sub-question(s) asking nothing of an earlier answer (\"What did #1 do?\")")
+    if len(kept) + len(identities) + vacuous < len(subquestions):
+        notes.append(f"left out {len(subquestions) - len(identities) - vacuous - len(kept)} sub-question(s) about "
+                     "nothing the question names or resting on one that was left out")
     restated = next((sub for sub in kept if asked and len(_words(sub) & asked) >= 0.8 * len(asked)), None)
-    if restated is not None and len(kept) > 1:
+    if restated is not None and len(kept) + vacuous > 1:
         kept, notes = [question], notes + ["a sub-question asked the whole question: researching it as one hop"]
     names = [name for name in named_phrases(question) if _words(name)]
     if kept and kept != [question] and names and not any(_words(name) & _words(sub) for name in names for sub in kept):
@@ -124,6 +131,18 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
                      "which asks what the question asks")
         kept = kept[:answering + 1]
     return kept, "; ".join(notes) or None
+
+
+_SAYS_NOTHING = frozenset(tokenize(["name"])[0])
+_ASKS_WHERE_WHEN_HOW_MANY = (("<time>",), ("<place>",), ("<count>",))
+
+
+def asks_nothing_of(sub: str) -> bool:
+    """Whether a sub-question refers to an earlier answer and asks nothing of it: "What did #1 do?",
+    "Who is #1?", "What is the name of #1?". On 40 `train` questions Qwen-1.5B wrote such a hop for 3;
+    where it stayed the last hop, its reading replaced the person the hop before had found with a
+    title of theirs."""
+    return bool(_REFERENCE.search(sub)) and _words(sub) <= _SAYS_NOTHING and asked_kind(sub) not in _ASKS_WHERE_WHEN_HOW_MANY
 
 
 def fill(template: str, answers: list[str]) -> str:

@@ -213,6 +213,19 @@ def test_copied_examples_and_a_restated_question_are_left_out_of_a_decomposition
     assert sensible(["Who wrote Dracula?", "In which city was #1 born?"], question)[0] == []
 
 
+def test_a_hop_asking_nothing_of_an_earlier_answer_goes_and_the_hops_after_it_refer_past_it():
+    from backend.hops import sensible
+
+    question = "In which city was the author of Dracula born?"
+    kept, note = sensible(["Who wrote Dracula?", "Who is #1?", "In which city was #2 born?"], question)
+    assert kept == ["Who wrote Dracula?", "In which city was #1 born?"] and "asking nothing of an earlier answer" in note
+    siege = "During the Siege of Bharatpur, which Commander-in-Chief of India stormed the castle?"
+    first = "Who was the Commander-in-Chief of India during the Siege of Bharatpur?"
+    assert sensible([first, "What did #1 do?"], siege)[0] == [first]
+    for asks_something in ("Where was #1 born?", "When did #1 die?", "How many castles did #1 storm?", "What did #1 storm?"):
+        assert sensible([first, asks_something], siege)[0] == [first, asks_something]
+
+
 def test_a_hop_asking_only_who_a_named_person_is_goes_and_its_name_fills_the_hops_after_it():
     from backend.hops import sensible
 
