@@ -568,10 +568,10 @@ class ExecutorSession(AnswerReading):
 
     def research_as_question(self, hop: Hop, question: str, *, max_turns: int, deadline: float) -> Iterator[Event]:
         """Research a plan's only sub-question (the question, or a narrower wording of what it asks) by
-        the Executor's own turns for the question, the hop shown as its plan: search, read, search again
-        while the answer is not found, as the Executor alone researches. On the first 20 `train`
-        questions (hybrid search) 11 plans were one hop, and research_hop's single search with the hop's
-        words answered 4 of them where the Executor alone answered 5. The hop's answer is the question's."""
+        the Executor's own turns for the question: search, read, search again while the answer is not
+        found, as the Executor alone researches. On the first 20 `train` questions (hybrid search) 11
+        plans were one hop, and research_hop's single search with the hop's words answered 4 of them
+        where the Executor alone answered 5. The hop's answer is the question's."""
         hop.question = hop.template
         yield from self.run(question, max_turns=max_turns, deadline=deadline)
         hop.answer = self.answer

@@ -12,6 +12,7 @@ from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, ReflectionDecided
 from backend.hops import Hop, answering_hop, fill, parse_subquestions, worked_examples
+from backend.prompts.executor import question_turn
 from backend.prompts.planner import decompose_messages, worked_examples_text
 from backend.replay import replay
 from backend.runlog import RunLog
@@ -188,8 +189,8 @@ def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_ho
     assert "Great Exuma" in hop.sentence  # the retrieved sentence that states it
     assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
     assert not any(isinstance(e, ReflectionDecided) for e in events)
-    first_turn = next(m for m in ask.models["executor"].prompts[0] if m["role"] == "user")
-    assert FESTIVAL in first_turn["content"]  # the turns research the question, the hop shown as its plan
+    first_turn = next(m for m in ask.models["executor"].prompts[0] if m["role"] == "user")["content"]
+    assert first_turn == question_turn(FESTIVAL, [])  # the question, as the Executor alone is asked it
 
 
 def test_a_decomposition_of_another_shape_is_no_worked_example():
