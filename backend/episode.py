@@ -425,13 +425,14 @@ class EpisodeLoop:
             subquestions = blueprint.steps
         outcome.first_plan_step_count = len(subquestions)
         session = outcome.session = self._session(episode, run_tools)
+        hops = outcome.hops = hops_from(subquestions)
+        one_hop = len(hops) == 1
         # A single hop is not shown to the Executor's turns: the small model copies a plan step into its
         # query (on `train`: "Who is the fictional MI6 agent created by Ian Fleming in 1952?" where the
         # Executor alone searched "Ian Fleming").
-        session.start(question, subquestions if len(subquestions) > 1 else [], self._executor_caption(caption),
+        session.start(question, [] if one_hop else subquestions, self._executor_caption(caption),
                       context=self.method.executor_notes(successful, failed))
-        hops = outcome.hops = hops_from(subquestions)
-        if len(hops) == 1:
+        if one_hop:
             yield from session.research_as_question(hops[0], question, max_turns=s.max_turns, deadline=deadline)
             outcome.first_answer = outcome.answer = session.answer
             outcome.plan_steps = [hops[0].template]
