@@ -69,6 +69,7 @@ class EpisodeSettings:
     guided: bool = False
     read_by_quote: bool = False
     quote_check: str = "off"  # agent.quote_check
+    follow_links: bool = False  # agent.follow_links
     max_llm_calls: int = 0  # 0 = no limit
     max_tokens: int = 0  # 0 = no limit
     memory_k: int = 2
@@ -103,6 +104,7 @@ class EpisodeSettings:
             guided=agent.guided_for(executor_traits),
             read_by_quote=agent.read_by_quote,
             quote_check=agent.quote_check,
+            follow_links=agent.follow_links,
             max_llm_calls=agent.llm_calls_for(executor_traits),
             max_tokens=agent.max_tokens,
             memory_k=agent.memory_k,
@@ -479,7 +481,7 @@ class EpisodeLoop:
             self.models["executor"], run_tools, self.meter, self.run_id, max_new_tokens=s.executor_max_new_tokens,
             image=episode.image, max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
             read_by_quote=s.read_by_quote,
-            quote_check=s.quote_check,
+            quote_check=s.quote_check, follow_links=s.follow_links,
         )
         if self._image_text:
             session.passages.append(image_text_passage(self._image_text))

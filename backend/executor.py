@@ -69,6 +69,7 @@ class ExecutorSession(AnswerReading):
         compare_by_facts: bool = True,
         read_by_quote: bool = False,
         quote_check: str = "off",
+        follow_links: bool = False,
     ) -> None:
         self.model, self.tools, self.meter, self.run_id = model, tools, meter, run_id
         self.max_new_tokens = max_new_tokens
@@ -77,6 +78,8 @@ class ExecutorSession(AnswerReading):
         self.compare_by_facts = compare_by_facts  # a larger model copies each option's fact before choosing
         self.read_by_quote = read_by_quote  # a larger model copies the answer's sentence before a final open answer
         self.quote_check = quote_check  # what becomes of a quote no retrieved sentence holds (AnswerReading)
+        self.follow_links = follow_links  # a guided turn searches the page the results name that an open question needs next
+        self.links_followed: list[str] = []
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
         self.question = ""
@@ -326,6 +329,14 @@ class ExecutorSession(AnswerReading):
                            action=f"searching {query!r}", routine=True)
             yield from self.search(tool, query)
             return
+        link = None if must_search else self._link_to_follow(question)
+        if link is not None:
+            tool, title = link
+            self.links_followed.append(title)
+            yield Recovery(self.run_id, turn=turn, reason="a retrieved page names one the question's words point to",
+                           action=f"searching {title!r}", routine=True)
+            yield from self.search(tool, title)
+            return
         if not must_search and self._sees_every_result():
             # A larger model drafts the answer from its conversation (cached: a second or two) and
             # stops as soon as the draft is one the results state; otherwise it searches on.
@@ -381,6 +392,22 @@ class ExecutorSession(AnswerReading):
         yield from self.search(action, query, head)
         if self.steps:
             self.steps[-1].think = thought
+
+    def _link_to_follow(self, question: str) -> tuple[str, str] | None:
+        """(tool, title) of the page the retrieved passages name that an open question most likely needs
+        next (its bridge page: the first search finds the page the question names, and that page names
+        the one holding the answer); once per question, None for a closed question or when no tool
+        links pages. On `train`, the second paragraph of most bridge questions the Executor alone missed
+        after finding the first was named in the first (backend.tools.page_links)."""
+        if not self.follow_links or self.links_followed or closed_options(question) or not self.passages:
+            return None
+        tool = next((t for t in self.tools.values() if t.capabilities.links_pages), None)
+        if tool is None:
+            return None
+        title = tool.linked_page(question, self.passages)
+        if title is None or title.lower() in self.searched_queries():
+            return None
+        return tool.name, title
 
     def _image_gap(self, question: str, query_tools: list[str]) -> tuple[str, str] | None:
         """(tool, query) for what the question's image text leaves to search (backend.image_gaps); None

@@ -53,7 +53,9 @@ class ToolCapabilities:
     `per_namespace`: what it reads depends on whose question it is (e.g. a user's own documents);
     the tool then has `for_namespace(namespace) -> Tool`, and each run uses its caller's binding.
     `text_argument`: the one string argument a guided turn writes for a tool that gathers no
-    evidence (a calculator's expression); such a tool is offered beside search, never forced."""
+    evidence (a calculator's expression); such a tool is offered beside search, never forced.
+    `links_pages`: its passages name pages it can return; the tool has `linked_page(question,
+    passages) -> title | None`, the named page a question's next hop most likely needs."""
 
     query_argument: str | None = None
     text_argument: str | None = None
@@ -61,6 +63,7 @@ class ToolCapabilities:
     once_per_question: bool = False
     captions_images: bool = False
     per_namespace: bool = False
+    links_pages: bool = False
 
     @property
     def gathers_evidence(self) -> bool:

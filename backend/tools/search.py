@@ -14,12 +14,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from backend.tools.base import BaseTool, Passage, ToolCapabilities, format_results_by_query, string_list_schema
+from backend.tools.page_links import base_name, next_page
 from backend.tools.text_ranking import rank_texts
 from backend.tools.wiki_index import RRF_CONSTANT, WikiIndex
 
 if TYPE_CHECKING:
     from backend.documents.store import DocumentStore
 
+WIKI_SOURCE_PREFIX = "wiki:"  # the sources of the wiki's own articles (backend.tools.corpus)
 PASSAGES_PER_QUERY = 3
 MAX_QUERIES = 5
 # What the Executor reads per paragraph: on a CPU every prompt token costs (~45 tok/s here); the
@@ -38,7 +40,7 @@ DOCUMENTS_DESCRIPTION = (
 class WikiSearchTool(BaseTool):
     name = "search"
     description = WIKI_DESCRIPTION
-    capabilities = ToolCapabilities(query_argument="query_list")
+    capabilities = ToolCapabilities(query_argument="query_list", links_pages=True)
     parameters = {
         "type": "object",
         "properties": {"query_list": string_list_schema("search queries", max_items=MAX_QUERIES)},
@@ -50,7 +52,7 @@ class WikiSearchTool(BaseTool):
         self.documents = documents
         self.namespace = namespace
         if documents is not None and namespace is None:
-            self.capabilities = ToolCapabilities(query_argument="query_list", per_namespace=True)
+            self.capabilities = ToolCapabilities(query_argument="query_list", per_namespace=True, links_pages=True)
 
     def for_namespace(self, namespace: str) -> WikiSearchTool:
         """This search for one caller: the wiki and the documents `namespace` may read."""
@@ -65,6 +67,23 @@ class WikiSearchTool(BaseTool):
         hiding = WikiSearchTool(WikiWithout(self.index, frozenset(titles)), self.documents, namespace=self.namespace)
         hiding.description = self.description
         return hiding
+
+    def linked_page(self, question: str, passages: list[dict]) -> str | None:
+        """The wiki article that the retrieved wiki paragraphs `passages` name, the question does not,
+        and no search has returned yet, whose text matches the question best: the page a bridge
+        question's second hop needs (backend.tools.page_links). None when there is none."""
+        retrieved = {passage["title"] for passage in passages}
+        asked = question.casefold()
+        candidates: dict[str, str] = {}
+        for passage in passages:
+            if not str(passage.get("source", "")).startswith(WIKI_SOURCE_PREFIX):
+                continue
+            for title in self.index.page_links.named_in(passage["text"]):
+                document = self.index.document(title)
+                if document is None or title in retrieved or base_name(title).casefold() in asked:
+                    continue
+                candidates[title] = document.text
+        return next_page(question, candidates)
 
     def run(self, arguments: dict) -> tuple[str, list[Passage]]:
         query_list = [query.strip() for query in arguments["query_list"]]
@@ -91,6 +110,13 @@ class WikiWithout:
         self.documents = index.documents
         self.titles = titles
         self.hidden_passages = sum(document.title in titles for document in index.documents)
+
+    @property
+    def page_links(self):
+        return self.index.page_links
+
+    def document(self, title: str):
+        return None if title in self.titles else self.index.document(title)
 
     def search(self, query_list: list[str], k: int = 3) -> list[list[Passage]]:
         results = self.index.search(query_list, k=k + self.hidden_passages)

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -27,6 +28,7 @@ from tqdm.auto import tqdm
 from backend.tools.base import Passage
 from backend.tools.corpus import CorpusFiles, Document, load_documents
 from backend.tools.dense_build import build_lock
+from backend.tools.page_links import PageLinks
 from backend.tools.text_ranking import tokenize
 
 INDEX_FOLDER = "wiki_index"
@@ -155,6 +157,16 @@ class WikiIndex:
         return cls(
             documents, retriever, embedder=embedder, document_vectors=vectors, timing=timing, directory=directory
         )
+
+    @cached_property
+    def page_links(self) -> PageLinks:
+        """Which of the wiki's titles a text names (backend.tools.page_links)."""
+        return PageLinks(document.title for document in self.documents)
+
+    def document(self, title: str) -> Document | None:
+        """The wiki's article titled `title` (case and surrounding quotes aside), or None."""
+        index = self.title_lookup.get(_title_key(title))
+        return None if index is None else self.documents[index]
 
     def search(self, query_list: list[str], k: int = 3) -> list[list[Passage]]:
         """The best `k` passages for each query (BM25, or BM25 fused with dense retrieval)."""
