@@ -17,6 +17,7 @@ from backend.protocol import clean_query
 from backend.events import Event, ExecutorThought, Recovery, TextDelta
 from backend.evidence import choice_options, closed_options, evidence_lines, quoted_sentence
 from backend.fact_comparison import comparison_of, decide
+from backend.hops import restates_its_subject
 from backend.llm.base import ChatModel, Completion
 from backend.prompts import executor as prompts
 
@@ -106,11 +107,26 @@ class AnswerReading:
                 action=f"chose {choice.label!r} among {options} by log-probability", routine=True,
             )
             return choice.label
+        answer = yield from self._read_open(question, draft=draft)
+        if not draft and answer and restates_its_subject(answer, question):
+            # On `train` every such answer of the Executor alone was wrong (8 of 80): "Damon Lamon
+            # Stoudamire" for "Which of Damon Stoudamire's cousins ...?", read from the first hop's page.
+            again = yield from self._read_open(question, draft=False, not_this=answer)
+            yield Recovery(self.run_id, turn=self.turn_count, reason=f"{answer!r} is what the question names, not its answer",
+                           action=f"read again: {again!r}" if again else "read again: nothing else found; kept")
+            if again and not restates_its_subject(again, question):
+                return again
+        return answer
+
+    def _read_open(self, question: str, *, draft: bool, not_this: str = "") -> Generator[Event, None, str]:
+        """An open question's answer as a short span, by quote where that is on; `not_this`, an answer
+        already read that the question itself names, is said not to be it."""
+        note = prompts.NOT_THE_ANSWER.format(answer=not_this) if not_this else ""
         prefill = prompts.ANSWER_PREFILL
         quote = None
         if self._quotes and not draft:
             messages = self._reader_messages(question, prompts.quote_ask(
-                question, from_conversation=self._reads_conversation()))
+                question, from_conversation=self._reads_conversation()) + note)
             written = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=prompts.QUOTE_PREFILL).text
             quote = yield from self._checked_quote(" ".join(written.split()))
         if quote is not None:
@@ -118,7 +134,8 @@ class AnswerReading:
             yield ExecutorThought(self.run_id, turn=self.turn_count, text=quoted)
             prefill = f"{quoted}\n{prompts.ANSWER_PREFILL}"
         else:
-            messages = self._reader_messages(question)
+            messages = self._reader_messages(question, prompts.plain_ask(question, note=note,
+                                                                         from_conversation=self._reads_conversation()))
         completion = None
         for item in self.model.stream(messages, max_new_tokens=32, stop=("\n\n",), prefill=prefill):
             if isinstance(item, Completion):

@@ -48,6 +48,8 @@ OPTION_FACT_LINE = "{option}: {fact}"
 QUOTE_ASK = ("Question: {question}\nCopy the sentence from the {source} that states the answer, "
              "then give the answer in a few words.")
 QUOTE_PREFILL = "Sentence:"
+# Said when an open answer read is what the question itself names (its subject, not its answer).
+NOT_THE_ANSWER = "\nThe question itself names {answer}: the answer is something else the results state."
 
 
 def numbered(steps: list[str]) -> str:
@@ -97,6 +99,13 @@ def _reader_source(from_conversation: bool) -> str:
 def option_facts_ask(question: str, options: list[str], *, from_conversation: bool) -> str:
     return OPTION_FACTS_ASK.format(question=question, first=options[0], second=options[1],
                                    source=_reader_source(from_conversation))
+
+
+def plain_ask(question: str, *, note: str, from_conversation: bool) -> str:
+    """The plain request for the answer ("" : the reader's default), with `note` after it."""
+    if not note:
+        return ""
+    return (READ_FROM_CONVERSATION.format(question=question) if from_conversation else "") + note
 
 
 def quote_ask(question: str, *, from_conversation: bool) -> str:

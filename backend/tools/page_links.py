@@ -54,7 +54,8 @@ class PageLinks:
                     end = start + len(name)
                     if text.startswith(name, start) and (end == len(text) or not text[end].isalnum()) \
                             and self._whole_name(words, position, text, end):
-                        found.extend(self._titles[name])
+                        titles = self._titles[name]
+                        found.extend([name] if name in titles else titles)  # the plain article, where one exists
         return list(dict.fromkeys(found))
 
     @staticmethod

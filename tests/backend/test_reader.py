@@ -117,3 +117,47 @@ def test_the_passages_naming_an_earlier_answer_are_those_with_most_of_its_words(
     assert passages_naming([mulan, deboy], []) == [mulan, deboy]
     claudio = {"title": "Valencia CF", "text": "Claudio López scored twice."}
     assert passages_naming([claudio], ["Claudio Javier López"]) == [claudio]
+
+
+def test_an_open_answer_that_is_what_the_question_names_is_read_again(scripted_model_class, shared_tools):
+    from dataclasses import replace
+
+    class LargerModel(scripted_model_class):
+        traits = replace(scripted_model_class.traits, small=False)
+
+    question = "Which of Damon Stoudamire's cousins once played college basketball for the University of Kentucky?"
+    model = LargerModel("executor", [
+        "Damon Stoudamire: Damon Lamon Stoudamire (born September 3, 1973) is an American retired player.",
+        "Damon Lamon Stoudamire",
+        "He is the cousin of former Arizona Wildcats standout Salim Stoudamire and current NBA player Terrence Jones.",
+        "Terrence Jones",
+    ])
+    reader = session(model, {"search": shared_tools["search"]}, guided=True, read_by_quote=True)
+    reader.start(question, [])
+    reader.passages = [{"title": "Damon Stoudamire", "source": "wiki:hotpotqa", "text": (
+        "Damon Lamon Stoudamire (born September 3, 1973) is an American retired player. He is the cousin of former "
+        "Arizona Wildcats standout Salim Stoudamire and current NBA player Terrence Jones.")}]
+    events, answer = [], None
+    generator = reader.read_answer(question)
+    try:
+        while True:
+            events.append(next(generator))
+    except StopIteration as stop:
+        answer = stop.value
+    assert answer == "Terrence Jones"
+    again = [e for e in events if isinstance(e, Recovery) and "what the question names" in e.reason]
+    assert len(again) == 1 and again[0].action == "read again: 'Terrence Jones'"
+    # The second reading was told which answer the question already names.
+    assert "The question itself names Damon Lamon Stoudamire" in model.prompts[2][-1]["content"]
+    # An answer that is not the question's subject is read once.
+    model = LargerModel("executor", ["Terrence Jones played for Kentucky.", "Terrence Jones"])
+    reader = session(model, {"search": shared_tools["search"]}, guided=True, read_by_quote=True)
+    reader.start(question, [])
+    reader.passages = [{"title": "Terrence Jones", "source": "wiki:hotpotqa", "text": "Terrence Jones played for Kentucky."}]
+    generator = reader.read_answer(question)
+    try:
+        while True:
+            next(generator)
+    except StopIteration as stop:
+        assert stop.value == "Terrence Jones"
+    assert len(model.prompts) == 2

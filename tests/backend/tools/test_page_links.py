@@ -19,6 +19,10 @@ def test_a_page_is_named_by_its_whole_name_without_its_disambiguating_tail():
             'drew "Good Night" and a lowercase page.')
     assert links.named_in(text) == ["Mos Def", "Las Vegas Outlaws (XFL)", "Salem, New Hampshire", "Matt Groening"]
     assert base_name("Las Vegas Outlaws (XFL)") == "Las Vegas Outlaws"
+    # Where a name is a plain article's title and the tail of others', the plain article is meant.
+    series = PageLinks(["SpongeBob SquarePants", "SpongeBob SquarePants (season 3)", "Into the Badlands (TV series)"])
+    assert series.named_in("Set in SpongeBob SquarePants and Into the Badlands.") == [
+        "SpongeBob SquarePants", "Into the Badlands (TV series)"]
     # A name at the very start of a text, and one ending a sentence, are named too.
     assert links.named_in("Fox is a network. It bought School.") == ["Fox", "School"]
 
