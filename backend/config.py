@@ -79,7 +79,7 @@ class AgentConfig:
     guided_actions: str = "auto"  # "auto" (as the Executor's model declares: on for local models), "on" or "off"
     read_by_quote: bool = True  # a larger Executor copies the sentence that states an open answer before its final answer
     quote_check: str = "off"  # a quote no retrieved sentence holds: "off" (kept), "plain" (read without it), "nearest" (that sentence)
-    follow_links: bool = False  # a guided turn searches the page the results name that an open question needs next
+    follow_links: bool = True  # a guided turn searches the page the results name that an open question needs next
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
     plan_shape: str = "steps"  # "steps": a numbered plan of actions; "subquestions": hop by hop (backend.hops)

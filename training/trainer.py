@@ -111,6 +111,7 @@ class StageTrainer:
             reflections=settings.reflections,
             guided=settings.guided_actions,
             plan_shape=settings.plan_shape,
+            follow_links=settings.agent.follow_links,
         )
         self.records = records if records is not None else self._load_records()
         self._check_plan_shapes(self.records)
