@@ -53,6 +53,19 @@ def closed_options(question: str) -> list[str]:
     return ["yes", "no"] if is_yes_no_question(question) else []
 
 
+def named_pair(question: str) -> list[str]:
+    """The two things an open question asks about together ("What industry did both William Todd
+    Field and Zoltan Korda work in?", "Cranium and Twin Tin Bots are both what?"): each is researched
+    on its own page. [] for a closed question or one naming no such pair."""
+    if closed_options(question):
+        return []
+    for phrase in named_phrases(question):
+        parts = [part.strip() for part in phrase.split(" and ")]
+        if len(parts) == 2 and all(part[:1].isupper() for part in parts):
+            return parts
+    return []
+
+
 def select_evidence(question: str, passages: list[dict], *, max_chars: int, max_passage_chars: int) -> str:
     """The run's passages most relevant to the question, best first, each up to `max_passage_chars`,
     as many as fit in `max_chars`; passages sharing no word with the question follow, newest first."""

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Generator, Iterator, Mapping
 
 from backend import protocol
-from backend.evidence import (citations, closed_options, is_grounded, named_phrases, passages_naming, shares_a_question_word,
-                              stating_sentence)
+from backend.evidence import (citations, closed_options, is_grounded, named_pair, named_phrases, passages_naming,
+                              shares_a_question_word, stating_sentence)
 from backend.events import (AnswerReady, Event, ExecutorThought, HopAnswered, Recovery, StepTaken, TextDelta, ToolCalled,
                             ToolReturned)
 from backend.llm.base import ChatModel, Completion
@@ -26,6 +26,7 @@ from backend.reader import AnswerReading
 from backend.hops import Hop, restates_its_subject
 from backend.image_gaps import gap_query
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
+from backend.tools.page_links import base_name
 
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
 
@@ -329,6 +330,13 @@ class ExecutorSession(AnswerReading):
                            action=f"searching {query!r}", routine=True)
             yield from self.search(tool, query)
             return
+        other = None if must_search else self._other_of_pair(question)
+        if other is not None:
+            tool, name = other
+            yield Recovery(self.run_id, turn=turn, reason="the question asks about two things: each is searched",
+                           action=f"searching {name!r}", routine=True)
+            yield from self.search(tool, name)
+            return
         link = None if must_search else self._link_to_follow(question)
         if link is not None:
             tool, title = link
@@ -393,13 +401,27 @@ class ExecutorSession(AnswerReading):
         if self.steps:
             self.steps[-1].think = thought
 
+    def _other_of_pair(self, question: str) -> tuple[str, str] | None:
+        """(query tool, name) of the one of the two things an open question asks about together that
+        no search has looked up yet (by its name, or a result titled with it); with follow_links only,
+        after the first search. On `train` such questions followed a link or the model's own query
+        instead, and missed the other thing's page ("Chamelaucium and Vanilla" -> "Myrtaceae")."""
+        pair = named_pair(question) if self.follow_links and self.passages else []
+        tool = self.search_tool()
+        if not pair or tool is None:
+            return None
+        done = self.searched_queries() | {base_name(p["title"]).casefold() for p in self.passages}
+        name = next((n for n in pair if n.casefold() not in done), None)
+        return (tool.name, name) if name else None
+
     def _link_to_follow(self, question: str) -> tuple[str, str] | None:
         """(tool, title) of the page the retrieved passages name that an open question most likely needs
         next (its bridge page: the first search finds the page the question names, and that page names
         the one holding the answer); once per question, None for a closed question or when no tool
         links pages. On `train`, the second paragraph of most bridge questions the Executor alone missed
         after finding the first was named in the first (backend.tools.page_links)."""
-        if not self.follow_links or self.links_followed or closed_options(question) or not self.passages:
+        if not self.follow_links or self.links_followed or closed_options(question) or named_pair(question) \
+                or not self.passages:
             return None
         tool = next((t for t in self.tools.values() if t.capabilities.links_pages), None)
         if tool is None:

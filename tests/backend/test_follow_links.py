@@ -52,3 +52,24 @@ def test_a_link_is_followed_once_and_never_for_a_closed_question(scripted_model_
     closed = "Who is older, Carrie Akre or Shifty Shellshock?"
     model = scripted_model_class("executor", ["Carrie Akre", "", "Carrie Akre"], choices=["answer"])
     assert searched(run(model, shared_tools, closed, follow_links=True)) == ["Carrie Akre"]
+
+
+def test_an_open_question_about_two_named_things_searches_each_instead_of_a_link(scripted_model_class, shared_tools):
+    question = "What industry did both William Todd Field and Zoltan Korda work in?"
+    model = scripted_model_class("executor", ["William Todd Field", "", "film"], choices=["answer"])
+    events = run(model, shared_tools, question, follow_links=True)
+    assert searched(events) == ["William Todd Field", "Zoltan Korda"]
+    assert any(isinstance(e, Recovery) and e.action == "searching 'Zoltan Korda'" and e.routine for e in events)
+    # A name the first query already looked up is not searched again: the pair is done, and no link is followed.
+    model = scripted_model_class("executor", ["Zoltan Korda", "", "film"], choices=["answer"])
+    assert searched(run(model, shared_tools, "Zoltan Korda and William Todd Field both worked in what industry?",
+                        follow_links=True)) == ["Zoltan Korda", "William Todd Field"]
+
+
+def test_the_pair_an_open_question_asks_about_is_read_from_its_names():
+    from backend.evidence import named_pair
+
+    assert named_pair("Cranium and Twin Tin Bots are both what?") == ["Cranium", "Twin Tin Bots"]
+    assert named_pair("what species of plants are Chamelaucium and Vanilla derived from?") == ["Chamelaucium", "Vanilla"]
+    assert named_pair("Were both Peter Duffell and Fred Niblo actors?") == []  # closed: yes or no
+    assert named_pair(HARD_WAY) == []
