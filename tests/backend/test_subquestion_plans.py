@@ -177,11 +177,11 @@ def test_a_hop_after_the_one_answering_the_question_is_not_researched(ask):
 
 def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_hop(ask):
     """A plan of one hop is researched by the Executor's own turns for the question, as the Executor
-    alone would: it chooses its searches and answers when it has read enough."""
+    alone would: it searches, follows the page the results name (no model call) and answers when it
+    has read enough."""
     turns = ["Billy McFarland wire fraud festival",  # the first turn searches: the query
-             "I need where the festival was held", "Fyre Festival",  # a thought, then (chosen: search) a query
-             "Now I know", "Great Exuma"]  # a thought, then (chosen: answer) the answer read
-    events = ask(FESTIVAL, ["I think it was in the Bahamas."], turns, choices=["search", "answer"])
+             "Now I know", "Great Exuma"]  # after the link, a thought, then (chosen: answer) the answer read
+    events = ask(FESTIVAL, ["I think it was in the Bahamas."], turns, choices=["answer"])
     plan = next(e for e in events if isinstance(e, PlanReady))
     assert plan.steps == [FESTIVAL] and "researching the question as one hop" in plan.recovered
     [hop] = [e for e in events if isinstance(e, HopAnswered)]
