@@ -323,27 +323,12 @@ class ExecutorSession(AnswerReading):
         must_search = searches < needed and bool(evidence_options)
         # The image first when one came with the question (the image index has its turn), else the first query tool.
         by_image = [n for n in evidence_options if guided[n].needs_image] if self.image else []
-        gap = None if by_image else self._image_gap(question, [n for n in evidence_options if guided[n].query_argument])
-        if gap is not None:
-            tool, query = gap
-            yield Recovery(self.run_id, turn=turn, reason="the image's text does not cover this",
-                           action=f"searching {query!r}", routine=True)
+        query_tools = [] if by_image else [n for n in evidence_options if guided[n].query_argument]
+        routine = self._routine_search(question, query_tools, must_search)
+        if routine is not None:
+            tool, query, reason = routine
+            yield Recovery(self.run_id, turn=turn, reason=reason, action=f"searching {query!r}", routine=True)
             yield from self.search(tool, query)
-            return
-        other = None if must_search else self._other_of_pair(question)
-        if other is not None:
-            tool, name = other
-            yield Recovery(self.run_id, turn=turn, reason="the question asks about two things: each is searched",
-                           action=f"searching {name!r}", routine=True)
-            yield from self.search(tool, name)
-            return
-        link = None if must_search else self._link_to_follow(question)
-        if link is not None:
-            tool, title = link
-            self.links_followed.append(title)
-            yield Recovery(self.run_id, turn=turn, reason="a retrieved page names one the question's words point to",
-                           action=f"searching {title!r}", routine=True)
-            yield from self.search(tool, title)
             return
         if not must_search and self._sees_every_result():
             # A larger model drafts the answer from its conversation (cached: a second or two) and
@@ -400,6 +385,24 @@ class ExecutorSession(AnswerReading):
         yield from self.search(action, query, head)
         if self.steps:
             self.steps[-1].think = thought
+
+    def _routine_search(self, question: str, query_tools: list[str], must_search: bool) -> tuple[str, str, str] | None:
+        """(tool, query, why) of a search a guided turn makes without the model: what the question's
+        image text leaves to search; once the needed searches are made, the other of two named things
+        the question asks about, or the page the results name that it needs next. None: the model acts."""
+        gap = self._image_gap(question, query_tools)
+        if gap is not None:
+            return (*gap, "the image's text does not cover this")
+        if must_search:
+            return None
+        other = self._other_of_pair(question)
+        if other is not None:
+            return (*other, "the question asks about two things: each is searched")
+        link = self._link_to_follow(question)
+        if link is not None:
+            self.links_followed.append(link[1])
+            return (*link, "a retrieved page names one the question's words point to")
+        return None
 
     def _other_of_pair(self, question: str) -> tuple[str, str] | None:
         """(query tool, name) of the one of the two things an open question asks about together that
