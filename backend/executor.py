@@ -26,7 +26,7 @@ from backend.reader import AnswerReading
 from backend.hops import Hop, restates_its_subject
 from backend.image_gaps import gap_query
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
-from backend.tools.page_links import base_name
+from backend.tools.page_links import PageLink, base_name
 
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
 
@@ -400,8 +400,9 @@ class ExecutorSession(AnswerReading):
             return (*other, "the question asks about two things: each is searched")
         link = self._link_to_follow(question)
         if link is not None:
-            self.links_followed.append(link[1])
-            return (*link, "a retrieved page names one the question's words point to")
+            tool, page = link
+            self.links_followed.append(page.title)
+            return tool, page.title, f"following a link: {page.named_in!r} names it, and the question's words point there"
         return None
 
     def _other_of_pair(self, question: str) -> tuple[str, str] | None:
@@ -417,8 +418,8 @@ class ExecutorSession(AnswerReading):
         name = next((n for n in pair if n.casefold() not in done), None)
         return (tool.name, name) if name else None
 
-    def _link_to_follow(self, question: str) -> tuple[str, str] | None:
-        """(tool, title) of the page the retrieved passages name that an open question most likely needs
+    def _link_to_follow(self, question: str) -> tuple[str, PageLink] | None:
+        """(tool, link) of the page the retrieved passages name that an open question most likely needs
         next (its bridge page: the first search finds the page the question names, and that page names
         the one holding the answer); once per question, None for a closed question or when no tool
         links pages. On `train`, the second paragraph of most bridge questions the Executor alone missed
@@ -429,10 +430,10 @@ class ExecutorSession(AnswerReading):
         tool = next((t for t in self.tools.values() if t.capabilities.links_pages), None)
         if tool is None:
             return None
-        title = tool.linked_page(question, self.passages)
-        if title is None or title.lower() in self.searched_queries():
+        link = tool.linked_page(question, self.passages)
+        if link is None or link.title.lower() in self.searched_queries():
             return None
-        return tool.name, title
+        return tool.name, link
 
     def _image_gap(self, question: str, query_tools: list[str]) -> tuple[str, str] | None:
         """(tool, query) for what the question's image text leaves to search (backend.image_gaps); None

@@ -55,7 +55,7 @@ class ToolCapabilities:
     `text_argument`: the one string argument a guided turn writes for a tool that gathers no
     evidence (a calculator's expression); such a tool is offered beside search, never forced.
     `links_pages`: its passages name pages it can return; the tool has `linked_page(question,
-    passages) -> title | None`, the named page a question's next hop most likely needs."""
+    passages) -> PageLink | None`, the named page a question's next hop most likely needs."""
 
     query_argument: str | None = None
     text_argument: str | None = None

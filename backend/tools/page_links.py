@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from backend.tools.text_ranking import rank_texts
 
@@ -21,6 +22,13 @@ _WORD = re.compile(r"\S+")
 _SENTENCE_END = (".", "!", "?", ":", ";")
 _OPENING = "\"'(“‘["
 _INITIAL = re.compile(r"[A-Z]\.")
+
+
+class PageLink(NamedTuple):
+    """A page to follow (`title`) and the retrieved page that names it (`named_in`)."""
+
+    title: str
+    named_in: str
 
 
 def base_name(title: str) -> str:

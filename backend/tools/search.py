@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from backend.tools.base import BaseTool, Passage, ToolCapabilities, format_results_by_query, string_list_schema
-from backend.tools.page_links import base_name, next_page
+from backend.tools.page_links import PageLink, base_name, next_page
 from backend.tools.text_ranking import rank_texts
 from backend.tools.wiki_index import RRF_CONSTANT, WikiIndex
 
@@ -68,13 +68,15 @@ class WikiSearchTool(BaseTool):
         hiding.description = self.description
         return hiding
 
-    def linked_page(self, question: str, passages: list[dict]) -> str | None:
+    def linked_page(self, question: str, passages: list[dict]) -> PageLink | None:
         """The wiki article that the retrieved wiki paragraphs `passages` name, the question does not,
         and no search has returned yet, whose text matches the question best: the page a bridge
-        question's second hop needs (backend.tools.page_links). None when there is none."""
+        question's second hop needs (backend.tools.page_links), with the page naming it. None when
+        there is none."""
         retrieved = {passage["title"] for passage in passages}
         asked = question.casefold()
         candidates: dict[str, str] = {}
+        named_in: dict[str, str] = {}
         for passage in passages:
             if not str(passage.get("source", "")).startswith(WIKI_SOURCE_PREFIX):
                 continue
@@ -83,7 +85,9 @@ class WikiSearchTool(BaseTool):
                 if document is None or title in retrieved or base_name(title).casefold() in asked:
                     continue
                 candidates[title] = document.text
-        return next_page(question, candidates)
+                named_in.setdefault(title, passage["title"])
+        best = next_page(question, candidates)
+        return PageLink(best, named_in[best]) if best else None
 
     def run(self, arguments: dict) -> tuple[str, list[Passage]]:
         query_list = [query.strip() for query in arguments["query_list"]]

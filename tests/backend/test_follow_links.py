@@ -29,6 +29,7 @@ def test_after_the_first_search_the_page_it_names_that_the_question_needs_is_sea
     assert searched(events) == ["The Hard Way (1991 film)", "Mos Def"]
     followed = [e for e in events if isinstance(e, Recovery) and e.action == "searching 'Mos Def'"]
     assert len(followed) == 1 and followed[0].routine
+    assert followed[0].reason == "following a link: 'The Hard Way (1991 film)' names it, and the question's words point there"
     # The link cost no model call: the query turn, then the third turn's thought, choice and reading.
     assert len(model.prompts) == 4
 
@@ -43,7 +44,7 @@ def test_a_link_is_followed_once_and_never_for_a_closed_question(scripted_model_
     model = scripted_model_class("executor", ["The Hard Way (1991 film)", "", "James Woods"], choices=["search", "answer"])
     events = run(model, shared_tools, HARD_WAY, follow_links=True, max_turns=4)
     assert searched(events)[:2] == ["The Hard Way (1991 film)", "Mos Def"]
-    assert sum(isinstance(e, Recovery) and e.action.startswith("searching '") and "names one" in e.reason
+    assert sum(isinstance(e, Recovery) and e.action.startswith("searching '") and e.reason.startswith("following a link")
                for e in events) == 1
     # The same first search follows its link for an open question, not for a closed one (its options are searched instead).
     open_question = "Which band from Seattle besides Hammerbox was Carrie Akre known for?"
