@@ -112,10 +112,10 @@ class AnswerReading:
             # On `train` every such answer of the Executor alone was wrong (8 of 80): "Damon Lamon
             # Stoudamire" for "Which of Damon Stoudamire's cousins ...?", read from the first hop's page.
             again = yield from self._read_open(question, draft=False, not_this=answer)
+            better = again if again and not restates_its_subject(again, question) else ""
             yield Recovery(self.run_id, turn=self.turn_count, reason=f"{answer!r} is what the question names, not its answer",
-                           action=f"read again: {again!r}" if again else "read again: nothing else found; kept")
-            if again and not restates_its_subject(again, question):
-                return again
+                           action=f"read again: {better!r}" if better else f"read again: nothing else found; {answer!r} kept")
+            return better or answer
         return answer
 
     def _read_open(self, question: str, *, draft: bool, not_this: str = "") -> Generator[Event, None, str]:

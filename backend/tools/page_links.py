@@ -84,6 +84,7 @@ class PageLinks:
             return True
         return position == 1 or words[position - 2].group().endswith(_SENTENCE_END)  # `before` opens a sentence
 
+
 def next_page(question: str, candidates: dict[str, str]) -> str | None:
     """Of the named pages `candidates` (title -> text), the one whose text matches the question best
     (BM25 over the candidates); None when none shares a word with the question."""

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from backend.tools.base import BaseTool, Passage, ToolCapabilities, format_results_by_query, string_list_schema
-from backend.tools.page_links import PageLink, base_name, next_page
+from backend.tools.corpus import Document
+from backend.tools.page_links import PageLink, PageLinks, base_name, next_page
 from backend.tools.text_ranking import rank_texts
 from backend.tools.wiki_index import RRF_CONSTANT, WikiIndex
 
@@ -116,10 +117,10 @@ class WikiWithout:
         self.hidden_passages = sum(document.title in titles for document in index.documents)
 
     @property
-    def page_links(self):
+    def page_links(self) -> PageLinks:
         return self.index.page_links
 
-    def document(self, title: str):
+    def document(self, title: str) -> Document | None:
         return None if title in self.titles else self.index.document(title)
 
     def search(self, query_list: list[str], k: int = 3) -> list[list[Passage]]:
