@@ -128,7 +128,8 @@ def loss_table(breakdowns: list[tuple[str, LossBreakdown]], *, labelled: bool) -
         lines.append("| " + " | ".join(cells) + " |")
     by_hop = [(label, b) for label, b in breakdowns if b.hop_causes]
     if by_hop:
-        lines += ["", "Misses of plans of sub-questions on bridge questions, by the hop that went wrong:", "",
+        lines += ["", "Misses on questions of two supporting pages, by the hop that went wrong (a bridge question names"
+                      " one page and not the bridge, whose paragraph states the answer):", "",
                   "| evaluation | " + " | ".join(HOP_CAUSES) + " |", "|" + "---|" * (len(HOP_CAUSES) + 1)]
         lines += ["| " + " | ".join([label, *(str(b.hop_causes[c]) for c in HOP_CAUSES)]) + " |" for label, b in by_hop]
     return lines

@@ -11,10 +11,12 @@ Each miss gets one cause, the first that applies:
                             (the answer event's `read_from`; "not recorded" for older run logs)
   gold unknown              the question file names no supporting paragraphs
 
-A miss of a plan of sub-questions (agent.plan_shape = "subquestions") on a bridge question (one of
-its two supporting paragraphs is not named in the question: the bridge page, whose paragraph states
-the answer) also gets the hop where it went wrong (`hop_cause`): the first hop's answer was not the
-bridge page, the bridge page never came back, or it came back and the last hop read it wrong.
+A miss on a question of two supporting pages also gets the hop where it went wrong (`hop_cause`),
+whatever the method. A bridge question names one of its pages and not the other (the bridge page,
+whose paragraph states the answer): a plan of sub-questions whose first hop did not answer the
+bridge, an answer that is the bridge itself (the second hop never taken), the bridge page never
+retrieved, or retrieved and read wrong. A question that names both (a comparison, "both A and B"):
+one of them never retrieved, or both retrieved and read wrong.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from backend.eval.results import EvalRow
 from backend.eval.spec import logged_events
 from backend.events import AnswerReady, Event, HopAnswered, ToolReturned
 from backend.judge import answer_problem
+from backend.tools.page_links import base_name
 
 FAILED = "run failed"
 JUDGE_ERROR = "judge error"
@@ -41,10 +44,13 @@ NOT_READ_UNRECORDED = "gold retrieved, not read: what the model saw not recorded
 GOLD_UNKNOWN = "gold unknown"
 CLOSED_ANSWERS = {"", "yes", "no"}
 CAUSES = (FAILED, JUDGE_ERROR, NO_ANSWER, NO_GOLD, NOT_READ_SHOWN, NOT_READ_HIDDEN, NOT_READ_UNRECORDED, GOLD_UNKNOWN)
-HOP1_WRONG = "first hop's answer not the bridge page"
-BRIDGE_MISSED = "bridge page never retrieved"
-LAST_HOP_MISREAD = "bridge page retrieved, last hop read wrong"
-HOP_CAUSES = (HOP1_WRONG, BRIDGE_MISSED, LAST_HOP_MISREAD)
+HOP1_WRONG = "bridge: first sub-question's answer not the bridge page"
+STOPPED_AT_BRIDGE = "bridge: answered with the bridge itself"
+BRIDGE_MISSED = "bridge: bridge page never retrieved"
+LAST_HOP_MISREAD = "bridge: both pages retrieved, read wrong"
+OPTION_MISSED = "both named: a page never retrieved"
+OPTIONS_MISREAD = "both named: both retrieved, read wrong"
+HOP_CAUSES = (HOP1_WRONG, STOPPED_AT_BRIDGE, BRIDGE_MISSED, LAST_HOP_MISREAD, OPTION_MISSED, OPTIONS_MISREAD)
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ class LossBreakdown:
     all_gold_retrieved: int = 0  # misses for which every supporting paragraph was returned
     labelled_passes: int = 0  # passes a hand label covers
     false_passes: int = 0  # of those, the label says wrong: accuracy is overstated by these
-    hop_causes: Counter = field(default_factory=Counter)  # misses of hop plans on bridge questions, by hop
+    hop_causes: Counter = field(default_factory=Counter)  # misses on questions of two pages, by hop
 
 
 def supporting_titles(data_file: Path | str) -> dict[str, frozenset[str]]:
@@ -126,18 +132,30 @@ def run_retrieval(eval_dir: Path, namespace: str, run_id: str) -> Retrieval | No
     )
 
 
-def hop_cause(question: str, gold_titles: frozenset[str] | None, retrieval: Retrieval | None) -> str | None:
-    """Where a hop plan lost a bridge question (HOP_CAUSES), or None: no plan of two hops or more, or
-    not a bridge question (both supporting paragraphs named in the question: a comparison)."""
-    if not gold_titles or retrieval is None or len(retrieval.hops) < 2:
+def hop_cause(question: str, answer: str, gold_titles: frozenset[str] | None,
+              retrieval: Retrieval | None) -> str | None:
+    """Where a miss on a question of two supporting pages went wrong (HOP_CAUSES), or None: not two
+    pages, neither named in the question, or no run log. A page counts as named when the question
+    holds its title without a disambiguation ("The Hard Way" for "The Hard Way (1991 film)")."""
+    if not gold_titles or len(gold_titles) != 2 or retrieval is None:
         return None
-    bridge = [t for t in gold_titles if not answer_contains(question, t)]
-    if len(bridge) != 1:
+    unnamed = [t for t in gold_titles if not answer_contains(question, base_name(t))]
+    if not unnamed:
+        return OPTIONS_MISREAD if gold_titles <= retrieval.titles else OPTION_MISSED
+    if len(unnamed) != 1:
         return None
-    first = retrieval.hops[0].answer
-    if not first or not (answer_contains(first, bridge[0]) or answer_contains(bridge[0], first)):
+    bridge = unnamed[0]
+    if len(retrieval.hops) >= 2 and not _names(retrieval.hops[0].answer, bridge):
         return HOP1_WRONG
-    return LAST_HOP_MISREAD if bridge[0] in retrieval.titles else BRIDGE_MISSED
+    if _names(answer, bridge):
+        return STOPPED_AT_BRIDGE
+    return LAST_HOP_MISREAD if bridge in retrieval.titles else BRIDGE_MISSED
+
+
+def _names(answer: str, title: str) -> bool:
+    """Whether `answer` is the page `title` (either holds the other's name as whole words)."""
+    name = base_name(title)
+    return bool(answer) and (answer_contains(answer, name) or answer_contains(name, answer))
 
 
 def read_labels(paths: list[Path]) -> dict[tuple[str, str], bool]:
@@ -185,7 +203,7 @@ def loss_breakdown(eval_dir: Path, manifest: dict, rows: list[EvalRow],
         retrieval = run_retrieval(eval_dir, manifest["namespace"], row.run_id) if row.run_id else None
         cause = miss_cause(row, gold.get(row.id), retrieval, label)
         breakdown.causes[cause] += 1
-        by_hop = hop_cause(row.question, gold.get(row.id), retrieval)
+        by_hop = hop_cause(row.question, row.answer, gold.get(row.id), retrieval)
         if by_hop is not None:
             breakdown.hop_causes[by_hop] += 1
         if cause.startswith("gold retrieved"):

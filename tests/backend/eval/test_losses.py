@@ -127,4 +127,51 @@ def test_a_hop_plans_miss_on_a_bridge_question_names_the_hop_that_went_wrong(tmp
     b = losses.loss_breakdown(folder, manifest, ResultsFile(folder / ROWS_FILE).read())
     assert b.hop_causes == {losses.HOP1_WRONG: 1, losses.BRIDGE_MISSED: 1, losses.LAST_HOP_MISREAD: 2}
     text = compare([folder], tmp_path / "cmp").read_text(encoding="utf-8")
-    assert "| mia (hops) | 1 | 1 | 2 |" in text
+    assert "| mia (hops) | 1 | 0 | 1 | 2 | 0 | 0 |" in text
+
+
+def test_any_methods_miss_on_a_question_of_two_pages_names_the_hop_that_went_wrong(tmp_path):
+    folder = tmp_path / "eval"
+    bridge_q = "Who starred in The Hard Way and was featured on the roster of Rawkus Records?"
+    compare_q = "Are Mos Def and Talib Kweli both rappers?"
+    questions = {  # id: (question, supporting pages)
+        "q1": (bridge_q, ["The Hard Way (1991 film)", "Mos Def"]),
+        "q2": (bridge_q, ["The Hard Way (1991 film)", "Mos Def"]),
+        "q3": (bridge_q, ["The Hard Way (1991 film)", "Mos Def"]),
+        "q4": (compare_q, ["Mos Def", "Talib Kweli"]),
+        "q5": (compare_q, ["Mos Def", "Talib Kweli"]),
+        "q6": ("Which rapper was born in Brooklyn?", ["Mos Def", "Talib Kweli"]),  # neither page named
+    }
+    data = tmp_path / "dev.jsonl"
+    data.write_text("".join(json.dumps({"id": q, "question": question, "answer": "x",
+                                        "supporting_facts": {"title": titles, "sent_id": [0, 0]}}) + "\n"
+                            for q, (question, titles) in questions.items()), encoding="utf-8")
+    film = {"title": "The Hard Way (1991 film)", "text": "It stars Michael J. Fox and James Woods, with Mos Def."}
+    mos = {"title": "Mos Def", "text": "Mos Def is a rapper signed to Rawkus Records."}
+    talib = {"title": "Talib Kweli", "text": "Talib Kweli is a rapper."}
+    runs = {  # passages returned, final answer
+        "q1": ([film], "Michael J. Fox"),  # the bridge page never came back
+        "q2": ([film, mos], "James Woods"),  # it did, and was read wrong
+        "q3": ([film, mos], "Mos Def (Dante Smith)"),  # a miss by the Judge, but the answer is the bridge
+        "q4": ([mos], "no"),
+        "q5": ([mos, talib], "no"),
+        "q6": ([mos, talib], "Talib Kweli"),
+    }
+    runlog = RunLog(folder / "runs")
+    results = ResultsFile(folder / ROWS_FILE)
+    for number, (qid, (passages, answer)) in enumerate(runs.items(), 1):
+        run_id = f"run-{qid}"
+        runlog.append(NAMESPACE, RunStarted(run_id, question=questions[qid][0], namespace=NAMESPACE))
+        runlog.append(NAMESPACE, ToolReturned(run_id, turn=1, name="search", ok=True, content="", passages=passages))
+        runlog.append(NAMESPACE, AnswerReady(run_id, text=answer, read_from=[p["title"] for p in passages]))
+        results.append(EvalRow(index=number, id=qid, question=questions[qid][0], gold="x", answer=answer,
+                               verdict="incorrect", judge_method="", correct=False, em=0.0, f1=0.0, llm_calls=1,
+                               prompt_tokens=1, completion_tokens=1, tool_calls=1, wall_seconds=1, llm_seconds=1,
+                               tool_seconds=0, other_seconds=0, harness_seconds=1, memories_used=0, run_id=run_id))
+    manifest = {"label": "none (links)", "method": "none", "namespace": NAMESPACE, "data": str(data), "limit": None,
+                "warm_from": None, "warm_limit": None}
+    (folder / "eval.json").write_text(json.dumps(manifest), encoding="utf-8")
+    b = losses.loss_breakdown(folder, manifest, ResultsFile(folder / ROWS_FILE).read())
+    assert b.hop_causes == {losses.BRIDGE_MISSED: 1, losses.LAST_HOP_MISREAD: 1, losses.STOPPED_AT_BRIDGE: 1,
+                            losses.OPTION_MISSED: 1, losses.OPTIONS_MISREAD: 1}
+    assert b.all_gold_retrieved == 4  # q2, q3, q5, q6
