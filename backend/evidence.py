@@ -27,6 +27,16 @@ def _clean_option(text: str) -> str:
     return " ".join(text.strip(" \"'.").split())
 
 
+def _without_descriptor(option: str, other: str) -> str:
+    """An option opened by lowercase words before a name, when the other option is a name: the name
+    ("two scientists Ernst Messerschmid" beside "Philippe Perrin" -> "Ernst Messerschmid")."""
+    words = option.split()
+    if not other[:1].isupper() or not words[0][:1].islower():
+        return option
+    named = next((i for i, word in enumerate(words) if word[:1].isupper()), None)
+    return " ".join(words[named:]) if named is not None else option
+
+
 def choice_options(question: str) -> list[str]:
     """The options a question names ("..., A or B?", "Between A and B, ...", "Is A or B older?"), or []."""
     q = " ".join(question.split())
@@ -34,6 +44,8 @@ def choice_options(question: str) -> list[str]:
         match = pattern.search(q)
         if match:
             options = [_clean_option(match.group(1)), _clean_option(match.group(2))]
+            if all(options):
+                options = [_without_descriptor(options[0], options[1]), _without_descriptor(options[1], options[0])]
             if all(options) and options[0].lower() != options[1].lower() and all(len(o) <= 80 for o in options):
                 return options
     return []

@@ -31,6 +31,10 @@ def test_closed_questions_are_recognised_with_their_options():
         "Polytechnic University of the Philippines", "California Polytechnic State University"]
     assert choice_options("Which magazine was started first Arthur's Magazine or First for Women?") == [
         "Arthur's Magazine", "First for Women"]
+    # A descriptor before a name is the question's frame, not the option: answered with it, the name is judged wrong.
+    assert choice_options("Between two scientists Ernst Messerschmid and Philippe Perrin, who is older?") == [
+        "Ernst Messerschmid", "Philippe Perrin"]
+    assert choice_options("Which is older, the cat or the dog?") == ["cat", "dog"]
     assert closed_options(NATIONALITY) == ["yes", "no"]
     assert is_yes_no_question("Did LostAlone and Guster have the same number of members?")
     # Open questions, including ones with "between" or "and" inside them, stay open.
