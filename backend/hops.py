@@ -78,7 +78,9 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     elsewhere (a small model repeats its examples) and goes; a hop that asks the whole question again
     makes the question one hop, and so do hops none of which names anything the question names (a
     decomposition that lost the question's subject: "When did the civil war end?" for a question
-    about Kerensky and the Bolsheviks). Hops after the last one that asks for what the question asks
+    about Kerensky and the Bolsheviks), and so do hops that leave out a name of two words or more
+("Who is the UFC champion?" for a question about the one Renzo Gracie has a victory over: the hops
+answer another question; a one-word name, "Western" or "Argentine", is often a description). Hops after the last one that asks for what the question asks
     for (asks_alike: "What 1942 film did Wallis and Bogart make?" for "... collaborated to make what
     1942 film?") answer something else ("Who were the two actors in this film?") and go. A hop that
     only asks who or what a name the question gives is
@@ -118,8 +120,12 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     if restated is not None and len(kept) + vacuous > 1:
         kept, notes = [question], notes + ["a sub-question asked the whole question: researching it as one hop"]
     names = [name for name in named_phrases(question) if _words(name)]
-    if kept and kept != [question] and names and not any(_words(name) & _words(sub) for name in names for sub in kept):
+    left_out = [name for name in names if not any(_words(name) & _words(sub) for sub in kept)]
+    if kept and kept != [question] and names and left_out == names:
         kept, notes = [question], notes + [f"no sub-question names what the question names ({', '.join(names)}): "
+                                           "researching it as one hop"]
+    elif kept and kept != [question] and (lost := [name for name in left_out if len(name.split()) > 1]):
+        kept, notes = [question], notes + [f"no sub-question names {', '.join(lost)}, which the question names: "
                                            "researching it as one hop"]
     options = choice_options(question)
     if kept and kept != [question] and options and not all(any(named_in(o, sub) for sub in kept) for o in options):
