@@ -71,3 +71,13 @@ def test_mia_plans_and_reflects_while_none_does_not(smoke_results):
     assert "planner" not in roles("none") and "manager" not in roles("none")
     # rag stores what it did (the Manager composes the summary from the run's steps, without a call)
     assert "planner" not in roles("rag") and all(row.memory_stored for row in smoke_results["rag"][1].rows)
+
+
+def test_plan_is_the_mia_loop_without_memory(smoke_results):
+    """Memory's own effect is `mia` against `plan`: the same Planner, plans and reflections, no memory."""
+    plan_rows = smoke_results["plan"][1].rows
+    assert not any(row.memory_stored or row.memories_used for row in plan_rows)
+    # Each question: a plan (by the Manager's model while memory is sparse, as for mia) and a reflection.
+    for method in ("plan", "mia"):
+        rows = smoke_results[method][1].rows
+        assert all(row.calls_by_role.get("planner", 0) >= 1 for row in rows), method
