@@ -118,6 +118,19 @@ def test_a_rejected_answer_is_graded_wrong_and_a_gold_one_right(tiny_model):
     assert gold.correct("Capital of France?", "") is False
 
 
+def test_a_signals_grader_grades_an_answer_once(tiny_model):
+    from tests.counting_model import Counting
+
+    counting = Counting(tiny_model)
+    grader = SignalGrader(Signal("Capital of France?", "rejected", answer="Lyon"), _judge(counting))
+    first = grader.correct("Capital of France?", "Marseille")
+    calls = counting.calls
+    assert calls >= 1  # the Judge's model read it
+    assert grader.correct("Capital of France?", "Marseille") == first and counting.calls == calls
+    grader.correct("Capital of France?", "Nice")
+    assert counting.calls > calls
+
+
 def _judge(model):
     from backend.judge import Judge
 

@@ -102,8 +102,14 @@ class SignalGrader:
         if signal.kind != "ground_truth" and judge is None:
             raise SignalError(f"a {signal.kind} signal needs the Judge's model to grade answers.")
         self.signal, self.judge = signal, judge
+        self._graded: dict[tuple[str, str], bool] = {}  # rollouts often give the same answer: graded once
 
     def correct(self, question: str, answer: str, _ground_truth: str = "") -> bool:
+        if (question, answer) not in self._graded:
+            self._graded[(question, answer)] = self._grade(question, answer)
+        return self._graded[(question, answer)]
+
+    def _grade(self, question: str, answer: str) -> bool:
         if not answer.strip():
             return False
         kind, reference = self.signal.kind, self.signal.answer
