@@ -25,6 +25,21 @@ def row(qid: str, answer: str, correct: bool, gold: str = "Tulsa", error: str | 
                    harness_seconds=1, memories_used=0, run_id=f"run-{qid}", error=error)
 
 
+def miss(number: int, qid: str, question: str, answer: str, gold: str) -> EvalRow:
+    """A wrong answer's row, its run logged as run-<qid>."""
+    return EvalRow(index=number, id=qid, question=question, gold=gold, answer=answer, verdict="incorrect",
+                   judge_method="", correct=False, em=0.0, f1=0.0, llm_calls=1, prompt_tokens=1, completion_tokens=1,
+                   tool_calls=1, wall_seconds=1, llm_seconds=1, tool_seconds=0, other_seconds=0, harness_seconds=1,
+                   memories_used=0, run_id=f"run-{qid}")
+
+
+def write_manifest(folder, data, label: str, method: str) -> dict:
+    manifest = {"label": label, "method": method, "namespace": NAMESPACE, "data": str(data), "limit": None,
+                "warm_from": None, "warm_limit": None}
+    (folder / "eval.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return manifest
+
+
 def log_run(runlog: RunLog, qid: str, passages: list[dict], answer: str, read_from: list[str]) -> None:
     run_id = f"run-{qid}"
     runlog.append(NAMESPACE, RunStarted(run_id, question="q", namespace=NAMESPACE))
@@ -117,13 +132,8 @@ def test_a_hop_plans_miss_on_a_bridge_question_names_the_hop_that_went_wrong(tmp
             runlog.append(NAMESPACE, HopAnswered(run_id, turn=1, number=1, template="t", question="q", answer=first))
         runlog.append(NAMESPACE, HopAnswered(run_id, turn=2, number=2, template="t", question="q", answer=answer))
         runlog.append(NAMESPACE, AnswerReady(run_id, text=answer, read_from=[p["title"] for p in passages]))
-        results.append(EvalRow(index=number, id=qid, question=question, gold="Great Exuma", answer=answer,
-                               verdict="incorrect", judge_method="", correct=False, em=0.0, f1=0.0, llm_calls=1,
-                               prompt_tokens=1, completion_tokens=1, tool_calls=1, wall_seconds=1, llm_seconds=1,
-                               tool_seconds=0, other_seconds=0, harness_seconds=1, memories_used=0, run_id=run_id))
-    manifest = {"label": "mia (hops)", "method": "mia", "namespace": NAMESPACE, "data": str(data), "limit": None,
-                "warm_from": None, "warm_limit": None}
-    (folder / "eval.json").write_text(json.dumps(manifest), encoding="utf-8")
+        results.append(miss(number, qid, question, answer, gold="Great Exuma"))
+    manifest = write_manifest(folder, data, "mia (hops)", "mia")
     b = losses.loss_breakdown(folder, manifest, ResultsFile(folder / ROWS_FILE).read())
     assert b.hop_causes == {losses.HOP1_WRONG: 1, losses.BRIDGE_MISSED: 1, losses.LAST_HOP_MISREAD: 2}
     text = compare([folder], tmp_path / "cmp").read_text(encoding="utf-8")
@@ -164,13 +174,8 @@ def test_any_methods_miss_on_a_question_of_two_pages_names_the_hop_that_went_wro
         runlog.append(NAMESPACE, RunStarted(run_id, question=questions[qid][0], namespace=NAMESPACE))
         runlog.append(NAMESPACE, ToolReturned(run_id, turn=1, name="search", ok=True, content="", passages=passages))
         runlog.append(NAMESPACE, AnswerReady(run_id, text=answer, read_from=[p["title"] for p in passages]))
-        results.append(EvalRow(index=number, id=qid, question=questions[qid][0], gold="x", answer=answer,
-                               verdict="incorrect", judge_method="", correct=False, em=0.0, f1=0.0, llm_calls=1,
-                               prompt_tokens=1, completion_tokens=1, tool_calls=1, wall_seconds=1, llm_seconds=1,
-                               tool_seconds=0, other_seconds=0, harness_seconds=1, memories_used=0, run_id=run_id))
-    manifest = {"label": "none (links)", "method": "none", "namespace": NAMESPACE, "data": str(data), "limit": None,
-                "warm_from": None, "warm_limit": None}
-    (folder / "eval.json").write_text(json.dumps(manifest), encoding="utf-8")
+        results.append(miss(number, qid, questions[qid][0], answer, gold="x"))
+    manifest = write_manifest(folder, data, "none (links)", "none")
     b = losses.loss_breakdown(folder, manifest, ResultsFile(folder / ROWS_FILE).read())
     assert b.hop_causes == {losses.BRIDGE_MISSED: 1, losses.LAST_HOP_MISREAD: 1, losses.STOPPED_AT_BRIDGE: 1,
                             losses.OPTION_MISSED: 1, losses.OPTIONS_MISREAD: 1}
