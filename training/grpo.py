@@ -50,6 +50,24 @@ class UpdateStats:
     grad_norm: float
 
 
+def same_turns_once(work: list[tuple[TurnSample, float]]) -> tuple[list[tuple[TurnSample, float]], list[int]]:
+    """Each distinct (turn, advantage) once, with how many times it came: rollouts of a question that
+    sampled the same plan (or the same decision on the same prompt) and scored alike have the same
+    loss term, so it is computed once and counted that many times (exactly the same loss and gradient)."""
+    kept: dict[tuple, int] = {}
+    distinct: list[tuple[TurnSample, float]] = []
+    copies: list[int] = []
+    for sample, advantage in work:
+        key = (tuple(sample.prompt_ids), tuple(sample.completion_ids), advantage)
+        if key in kept:
+            copies[kept[key]] += 1
+            continue
+        kept[key] = len(distinct)
+        distinct.append((sample, advantage))
+        copies.append(1)
+    return distinct, copies
+
+
 def grpo_update(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -65,8 +83,9 @@ def grpo_update(
     """`updates_per_batch` optimizer steps on (turn samples, advantage) pairs, the turns scored in packs
     (training.packing: the same values as one pass per turn, in fewer passes); `before_each` runs
     before each pack's forward and backward pass (the learner waits there while users' questions run)."""
-    work = [(sample, advantage) for samples, advantage in episodes for sample in samples if advantage != 0.0]
-    total_tokens = sum(len(sample.completion_ids) for sample, _ in work)
+    work, copies = same_turns_once(
+        [(sample, advantage) for samples, advantage in episodes for sample in samples if advantage != 0.0])
+    total_tokens = sum(len(sample.completion_ids) * n for (sample, _), n in zip(work, copies))
     if total_tokens == 0:  # every group scored the same: nothing to learn from this batch
         return UpdateStats(loss=0.0, tokens=0, clipped_fraction=0.0, grad_norm=0.0)
     packs = pack([sample for sample, _ in work])
@@ -85,13 +104,13 @@ def grpo_update(
                 before_each()
             loss = torch.zeros(())
             for member, logprobs in zip(packed.members, packed_logprobs(model, packed, temperature)):
-                advantage = work[member][1]
+                advantage, n = work[member][1], copies[member]
                 old = old_logprobs[member] if old_logprobs else logprobs.detach()
                 ratio = torch.exp(logprobs - old)
                 unclipped = ratio * advantage
                 bounded = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * advantage
-                loss = loss - torch.minimum(unclipped, bounded).sum() / total_tokens
-                clipped += int((bounded != unclipped).sum())
+                loss = loss - n * torch.minimum(unclipped, bounded).sum() / total_tokens
+                clipped += n * int((bounded != unclipped).sum())
             loss.backward()  # one pack at a time keeps peak memory at one pack's activations
             loss_value += float(loss.detach())
         grad_norm = float(torch.nn.utils.clip_grad_norm_(

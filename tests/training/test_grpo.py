@@ -89,3 +89,37 @@ def test_the_update_recomputes_layers_and_computes_logits_only_for_sampled_token
     # computed again in the backward pass instead of kept
     assert head_rows == [2 * len(sample.completion_ids)] * 2
     assert len(layer_calls) == 2 * len(layers)  # each layer again in the backward pass (gradient checkpointing)
+
+
+def test_the_same_turn_in_several_rollouts_is_scored_once_and_counted_each_time(tiny_model_dir):
+    """Two rollouts that sampled the same plan and scored alike: one pass for it, the same step as
+    scoring each copy (the loss written out term by term on an identical copy of the model)."""
+    from training.grpo import same_turns_once
+    from training.policy import LoraSettings
+
+    torch.manual_seed(0)
+    policy = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
+    torch.manual_seed(0)
+    reference = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
+    prompt = policy.prompt_ids([{"role": "user", "content": "Plan: who wrote Hamlet?"}], "")
+    same = TurnSample(prompt, policy.encode("1. Search Hamlet author"))
+    other = TurnSample(prompt, policy.encode("1. Search Dickens novels"))
+    episodes = [([same], 0.8), ([same], 0.8), ([other], -1.6), ([same], -0.4)]
+    distinct, copies = same_turns_once([(s[0], a) for s, a in episodes])
+    assert copies == [2, 1, 1] and [a for _, a in distinct] == [0.8, -1.6, -0.4]
+
+    before = [p.detach().clone() for p in policy.trainable_parameters()]
+    stats = grpo_update(policy.model, torch.optim.SGD(policy.trainable_parameters(), lr=0.5), episodes,
+                        temperature=1.0, max_grad_norm=1e9)
+    tokens = 3 * len(same.completion_ids) + len(other.completion_ids)
+    assert stats.tokens == tokens
+    # The reference: every rollout's turn a term of its own. In a single update the ratio is 1 and
+    # its gradient is that of the log-probability, so the loss is -advantage * log-probability.
+    optimizer = torch.optim.SGD(reference.trainable_parameters(), lr=0.5)
+    reference.model.train()
+    loss = sum(-advantage * completion_logprobs(reference.model, samples[0], 1.0).sum() for samples, advantage in episodes)
+    (loss / tokens).backward()
+    optimizer.step()
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.trainable_parameters()))
+    for ours, theirs in zip(policy.trainable_parameters(), reference.trainable_parameters()):
+        assert torch.allclose(ours, theirs, atol=1e-6)
