@@ -3,7 +3,7 @@ plans and reflects, and how the run is stored. The episode loop (backend.episode
 and never tests its name.
 
 mia = Manager + Planner + Executor with reflection; none = the Executor alone; plan = mia without
-memory (Planner + Executor with reflection: against mia, memory's own effect); rag = raw past trajectories in the Executor's prompt; trace = compressed
+memory (the same prompts as mia with nothing retrieved: against mia, memory's own effect); rag = raw past trajectories in the Executor's prompt; trace = compressed
 workflow summaries in the Executor's prompt; memento = past cases (question, plan, outcome) shown to
 the Planner, in the style of case-based planning agents, no reflection.
 """
@@ -39,7 +39,7 @@ class Method:
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("mia", uses_memory=True, plans=True, reflects=True, show_to_planner=format_memories),
     Method("none"),
-    Method("plan", plans=True, reflects=True),
+    Method("plan", plans=True, reflects=True, show_to_planner=format_memories),
     Method("rag", uses_memory=True, show_to_executor=lambda s, f: past_research_notes(s + f, raw=True)),
     Method("trace", uses_memory=True, show_to_executor=lambda s, f: past_research_notes(s + f, raw=False)),
     Method("memento", uses_memory=True, plans=True, show_to_planner=lambda s, f: format_cases(s + f),
