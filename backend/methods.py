@@ -3,9 +3,10 @@ plans and reflects, and how the run is stored. The episode loop (backend.episode
 and never tests its name.
 
 mia = Manager + Planner + Executor with reflection; none = the Executor alone; plan = mia without
-memory (the same prompts as mia with nothing retrieved: against mia, memory's own effect); rag = raw past trajectories in the Executor's prompt; trace = compressed
-workflow summaries in the Executor's prompt; memento = past cases (question, plan, outcome) shown to
-the Planner, in the style of case-based planning agents, no reflection.
+memory (the same prompts as mia with nothing retrieved: against mia, memory's own effect); rag =
+raw past trajectories in the Executor's prompt; trace = compressed workflow summaries in the
+Executor's prompt; memento = past cases (question, plan, outcome) shown to the Planner, in the
+style of case-based planning agents, no reflection.
 """
 
 from __future__ import annotations
