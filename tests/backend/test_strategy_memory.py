@@ -49,15 +49,19 @@ def test_query_origins():
     assert query_origin("lighthouse keepers guild", BRIDGE, earlier) == "words of its own"
 
 
-def test_a_same_type_memory_below_the_floor_is_shown_as_its_strategy_only_when_asked_for(
-        tmp_path, shared_tools, embedder, scripted_model_class):
+def same_type_config(tmp_path, plan_shape):
     from backend.config import RoleConfig, load_config
 
     base = load_config(environ={})
-    config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, max_turns=3, reflections=0, sparse_memory_planner="planner",
-                                   guided_actions="off", strategies_by_type=True),
-                     roles={name: RoleConfig() for name in base.roles})
+    return replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
+                   agent=replace(base.agent, max_turns=3, reflections=0, sparse_memory_planner="planner",
+                                 guided_actions="off", strategies_by_type=True, plan_shape=plan_shape),
+                   roles={name: RoleConfig() for name in base.roles})
+
+
+def test_a_same_type_memory_below_the_floor_is_shown_as_its_strategy_only_when_asked_for(
+        tmp_path, shared_tools, embedder, scripted_model_class):
+    config = same_type_config(tmp_path, "steps")
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     runlog = RunLog(config.runs_dir)
 
@@ -94,3 +98,29 @@ def test_a_same_type_memory_below_the_floor_is_shown_as_its_strategy_only_when_a
     assert next(e for e in events if isinstance(e, MemoriesRetrieved)).failed == []
     assert "names left out" not in planner.prompts[0][-1]["content"]
     store.close()
+
+
+def test_a_same_type_memory_is_no_worked_example_for_a_plan_of_sub_questions(tmp_path, shared_tools, embedder,
+                                                                              scripted_model_class):
+    config = same_type_config(tmp_path, "subquestions")
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+
+    def ask(question, planner_output, executor, ground_truth=None):
+        planner = scripted_model_class("planner", [planner_output], ["yes"])
+        models = {"planner": planner, "executor": scripted_model_class("executor", executor),
+                  "judge": scripted_model_class("judge"), "manager": scripted_model_class("manager")}
+        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        return list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth))), planner
+
+    try:
+        first, _ = ask(BRIDGE, "1. Who directed the film Night Harbour?\n2. What year was #1 born?",
+                       ["Mira Okafor", "1961"], ground_truth="1961")
+        stored = store.get(next(e for e in first if isinstance(e, MemoryStored)).memory_id, namespace="alice")
+        assert stored.question_type == "time" and stored.provenance["decomposition"]
+        events, planner = ask(OTHER_TIME, "1. Who composed the opera Glass Orchard?\n2. In what year did #1 die?",
+                              ["Ilse Varga", "1990"])
+        shown = next(e for e in events if isinstance(e, MemoriesRetrieved))
+        assert [m["id"] for m in shown.successful + shown.failed] == [stored.id]  # retrieved by its type
+        assert "Night Harbour" not in planner.prompts[0][-1]["content"]
+    finally:
+        store.close()
