@@ -82,7 +82,7 @@ class AgentConfig:
     follow_links: bool = True  # a guided turn searches the page the results name that an open question needs next
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
-    plan_shape: str = "steps"  # "steps": a numbered plan of actions; "subquestions": hop by hop (backend.hops)
+    plan_shape: str = "subquestions"  # "subquestions": hop by hop (backend.hops); "steps": a numbered plan of actions
     plan_candidates: int = 1  # plans written per question; >1: the one most like past successful plans is followed
     caption_min_similarity: float = 0.92  # the image index's nearest match is a caption only this similar (0-1)
     image_text_first: bool = True  # read the answer from the image's OCR text before any plan; stated there: answered

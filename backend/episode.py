@@ -75,7 +75,7 @@ class EpisodeSettings:
     memory_k: int = 2
     min_memory_similarity: float = 0.35
     strategies_by_type: bool = False
-    plan_shape: str = "steps"  # "steps" | "subquestions" (backend.hops)
+    plan_shape: str = "subquestions"  # "subquestions" | "steps" (backend.hops)
     plan_candidates: int = 1  # plans written per question, the one most like past successful plans followed
     taught_min_similarity: float = 0.85
     caption_min_similarity: float = 0.92

@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
                                            "(e.g. the deployment's postgresql+psycopg://... URL)")
     data.add_argument("--limit", type=int)
     data.add_argument("--planner-model", default="smollm2", help="stage executor: who writes the plans")
-    data.add_argument("--plan-shape", choices=("steps", "subquestions"), default="steps",
+    data.add_argument("--plan-shape", choices=("steps", "subquestions"), default="subquestions",
                       help="the plans' shape, as the training YAML's agent.plan_shape: numbered steps, or sub-questions "
                            "researched hop by hop (stage executor: decompositions; both: how memories are shown)")
     data.add_argument("--cache-dir", default=".mia/test-cache")

@@ -8,7 +8,7 @@ and under the same names as mia.toml, parsed and validated by the same code::
       max_turns: 2          # Executor turns per plan (0 = as the embedded model declares: 8)
       reflections: 1
       guided_actions: "on"  # "on", "off" or "auto" (auto = on: the trainer's models are embedded)
-      plan_shape: steps     # "steps" or "subquestions": the plan both stages run (backend.hops)
+      plan_shape: subquestions  # or "steps": the plan both stages run (backend.hops)
       follow_links: true    # a guided turn searches the page the results name (backend/tools/page_links.py)
     roles:                  # mia.toml's [roles.<role>]
       planner: {max_new_tokens: 64}

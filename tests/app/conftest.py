@@ -15,6 +15,9 @@ SHARED_INDEX_DIR = REPO / ".mia" / "test-cache" / "index"
 
 
 # Test-time learning small enough for the tiny model: one signal makes a version, in seconds.
+# Its Planner writes plans of steps: the random model's decompositions are never readable, so under
+# sub-questions its rollouts all earn one reward and no update is made (one with no advantage is skipped).
+LEARNING_AGENT = {"plan_shape": "steps"}
 FAST_LEARNING = dict(enabled=True, rollouts_per_signal=2, signals_per_update=1, rollouts_per_hour=100, canary_size=1,
                      max_turns=1, max_new_tokens=16, poll_seconds=0.2, lora_r=4, lora_alpha=8)
 
@@ -179,7 +182,7 @@ def read_only_server(tmp_path, tiny_model_dir, shared_tools, embedder):
 @pytest.fixture
 def learning_runtime(tmp_path, tiny_model_dir, shared_tools, embedder):
     """A runtime (tiny model) whose config has test-time learning on, with FAST_LEARNING settings."""
-    rt = make_runtime(app_config(tmp_path / "data", tiny_model_dir, FAST_LEARNING), shared_tools, embedder)
+    rt = make_runtime(app_config(tmp_path / "data", tiny_model_dir, FAST_LEARNING, LEARNING_AGENT), shared_tools, embedder)
     yield rt
     rt.close()
 
@@ -188,7 +191,7 @@ def learning_runtime(tmp_path, tiny_model_dir, shared_tools, embedder):
 def learning_server(tmp_path, tiny_model_dir, shared_tools, embedder):
     """The app without logins, with test-time learning running in the background (FAST_LEARNING)."""
     url, ctx, stop = serve_app(tmp_path, tiny_model_dir, shared_tools, embedder, with_logins=False,
-                               ttrl=FAST_LEARNING)
+                               ttrl=FAST_LEARNING, agent=LEARNING_AGENT)
     yield url, ctx
     stop()
 

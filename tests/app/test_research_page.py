@@ -84,7 +84,8 @@ class CannedModel:
 def canned_server(start_app):
     models = {role: CannedModel(role) for role in ("planner", "executor", "judge", "manager")}
     url, ctx = start_app(with_logins=True, models=models,
-                         agent={"max_turns": 4, "sparse_memory_planner": "planner", "guided_actions": "off"})
+                         agent={"max_turns": 4, "sparse_memory_planner": "planner", "guided_actions": "off",
+                                "plan_shape": "steps"})  # CannedModel plans in steps
     return url, ctx, models
 
 

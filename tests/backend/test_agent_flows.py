@@ -37,6 +37,8 @@ PLANTED = (
 
 
 def make(tmp_path, tools, embedder, models, **agent_overrides):
+    """An agent whose Planner writes plans of numbered steps (the scripted plans below are steps; plans
+    of sub-questions have their flows in test_subquestion_plans.py)."""
     from backend.config import RoleConfig, load_config
 
     base = load_config(environ={})
@@ -44,7 +46,8 @@ def make(tmp_path, tools, embedder, models, **agent_overrides):
         base,
         data_dir=tmp_path,
         memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-        agent=replace(base.agent, **{"max_turns": 4, "reflections": 1, "sparse_memory_planner": "planner", "guided_actions": "off", **agent_overrides}),
+        agent=replace(base.agent, **{"max_turns": 4, "reflections": 1, "sparse_memory_planner": "planner", "guided_actions": "off",
+                                        "plan_shape": "steps", **agent_overrides}),
         roles={name: RoleConfig() for name in base.roles},
     )
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)

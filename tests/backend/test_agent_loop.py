@@ -32,14 +32,21 @@ def kinds(events):
     return [type(e) for e in events]
 
 
-def test_full_loop_emits_every_stage_and_stores_a_memory(tmp_path, tiny_model_dir, build_agent):
-    tiny_agent = build_agent(tmp_path, tiny_model_dir, guided_actions="off")
+@pytest.mark.parametrize("plan_shape", ["subquestions", "steps"])
+def test_full_loop_emits_every_stage_and_stores_a_memory(tmp_path, tiny_model_dir, build_agent, plan_shape):
+    tiny_agent = build_agent(tmp_path, tiny_model_dir, guided_actions="off", plan_shape=plan_shape)
     events = list(tiny_agent.run(RunRequest(QUESTION, ground_truth=GOLD)))
     types = kinds(events)
     assert types[0] is RunStarted and types[-1] is RunFinished, [e.to_dict() for e in events if isinstance(e, RunFailed)]
     assert types.index(MemoriesRetrieved) < types.index(PlanReady) < types.index(ToolCalled)
     assert types.index(AnswerReady) < types.index(VerdictReady) < types.index(MemoryStored)
-    assert ReflectionDecided in types
+    plan = next(e for e in events if isinstance(e, PlanReady))
+    if plan_shape == "steps":
+        assert ReflectionDecided in types
+    else:
+        # The random model writes no numbered sub-question, so the plan is the question itself as one hop,
+        # researched by the Executor's own turns with no replan.
+        assert plan.steps == [QUESTION] and ReflectionDecided not in types
     # The random model never writes the protocol, so the first turn recovers by searching the question.
     first_recovery = next(e for e in events if isinstance(e, Recovery))
     assert first_recovery.action == "searching the question itself"
@@ -108,7 +115,9 @@ def test_non_image_upload_fails_cleanly(tiny_agent, tmp_path):
 
 
 @pytest.mark.parametrize("method", ["none", "plan", "rag", "trace", "memento"])
-def test_baseline_methods_run_their_parts(tiny_agent, method):
+def test_baseline_methods_run_their_parts(tmp_path, tiny_model_dir, build_agent, method):
+    # Plans of steps: every step plan is reflected on (a one-hop plan of sub-questions is not).
+    tiny_agent = build_agent(tmp_path, tiny_model_dir, plan_shape="steps")
     events = list(tiny_agent.run(RunRequest(QUESTION, method=method, ground_truth=GOLD)))
     types = kinds(events)
     assert types[-1] is RunFinished

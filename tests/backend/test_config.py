@@ -166,7 +166,7 @@ def setting_value(config, key: str):
 
 # Settings that take one of a few words: another valid one (a bad value is any other word).
 CHOICES = {"backend": "embedded", "small": "true", "guided_actions": "on", "sparse_memory_planner": "planner",
-           "worker": "thread", "weights_dtype": "float32", "trusted_proxies": "127.0.0.9", "plan_shape": "subquestions", "quote_check": "nearest",
+           "worker": "thread", "weights_dtype": "float32", "trusted_proxies": "127.0.0.9", "plan_shape": "steps", "quote_check": "nearest",
            "learner": "rft", "selection": "majority", "sampler": "llamacpp"}
 FILE_VALUES = load_config(environ={})  # the repository's mia.toml
 

@@ -50,13 +50,15 @@ def comparable(events) -> list[dict]:
     return kept
 
 
-def served_config(tmp_path):
-    """The repository's config with memory and runs in tmp: 4 free-form turns, the Planner plans."""
+def served_config(tmp_path, plan_shape="steps"):
+    """The repository's config with memory and runs in tmp: 4 free-form turns, the Planner plans (numbered
+    steps, as SCRIPT's plans are, unless told)."""
     from backend.config import RoleConfig, load_config
 
     base = load_config(environ={})
     return replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                   agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off"),
+                   agent=replace(base.agent, max_turns=4, reflections=1, sparse_memory_planner="planner", guided_actions="off",
+                                 plan_shape=plan_shape),
                    roles={name: RoleConfig() for name in base.roles})
 
 
@@ -93,6 +95,43 @@ def test_the_trainers_rollout_yields_the_apps_events_and_prompts(tmp_path, share
         assert train_models[role].prompts == app_models[role].prompts
     assert (episode.first_answer, episode.answer, episode.replanned) == ("Chicago", "Tulsa", True)
     assert not episode.correct_first and episode.correct_final
+
+
+FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+HOPS_SCRIPT = {  # a decomposition of two hops, each hop's answer read as a span
+    "planner": (["1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+                 "2. Where was #1 supposed to take place?"], []),
+    "executor": (["Fyre Festival", "Great Exuma"], []),
+}
+
+
+def test_the_trainers_rollout_of_sub_questions_yields_the_apps_events_and_prompts(tmp_path, shared_tools, embedder,
+                                                                                  scripted_model_class):
+    def scripted():
+        return {role: scripted_model_class(role, *HOPS_SCRIPT.get(role, ([], [])))
+                for role in ("planner", "executor", "judge", "manager")}
+
+    config = served_config(tmp_path, plan_shape="subquestions")
+    app_models = scripted()
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    try:
+        agent = ResearchAgent(config, models=app_models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        app_events = list(agent.run(RunRequest(question=FESTIVAL, ground_truth="Great Exuma", method="mia")))
+    finally:
+        store.close()
+
+    train_models = scripted()
+    episode = run_episode(
+        question=FESTIVAL, ground_truth="Great Exuma", planner_model=train_models["planner"],
+        executor_model=train_models["executor"], tools=shared_tools, grader=Grader(),
+        settings=EpisodeSettings.from_config(config, train_models["executor"].traits), memory_text="",
+    )
+
+    assert [type(e).__name__ for e in app_events].count("HopAnswered") == 2
+    assert comparable(episode.events) == comparable(app_events)
+    for role in ("planner", "executor"):
+        assert train_models[role].prompts == app_models[role].prompts
+    assert episode.answer == "Great Exuma" and episode.correct_final
 
 
 def test_a_logged_run_replays_into_the_steps_the_session_recorded(tmp_path, shared_tools, embedder, scripted):

@@ -36,9 +36,9 @@ def test_agent_and_roles_sections_set_what_the_trainer_reads(tmp_path):
 
 
 def test_the_plan_shape_is_the_apps_agent_plan_shape(tmp_path):
-    assert settings_from_mapping({}).plan_shape == "steps"  # the app's default
-    settings = load_settings(write_yaml(tmp_path, "agent:\n  plan_shape: subquestions\n"))
-    assert settings.plan_shape == settings.agent.plan_shape == "subquestions"
+    assert settings_from_mapping({}).plan_shape == "subquestions"  # the app's default
+    settings = load_settings(write_yaml(tmp_path, "agent:\n  plan_shape: steps\n"))
+    assert settings.plan_shape == settings.agent.plan_shape == "steps"
 
 
 def test_defaults_and_automatic_values_resolve_as_the_app_does():

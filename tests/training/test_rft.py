@@ -32,7 +32,7 @@ def remember(store, run_id: str, *, verified: bool, correct: bool = True, questi
 
 
 def test_only_a_verified_success_of_the_signals_run_is_learned_from(make_learner, store):
-    learner = make_learner(learner="rft")
+    learner = make_learner(plan_shape="steps", learner="rft")
     good = remember(store, "run-good", verified=True)
     remember(store, "run-unverified", verified=False)
     remember(store, "run-failed", verified=True, correct=False)
@@ -44,7 +44,7 @@ def test_only_a_verified_success_of_the_signals_run_is_learned_from(make_learner
 
 
 def test_a_signal_naming_its_runs_memory_is_read_by_id_and_a_deleted_or_other_runs_memory_is_not(make_learner, store):
-    learner = make_learner(learner="rft")
+    learner = make_learner(plan_shape="steps", learner="rft")
     good = remember(store, "run-good", verified=True)
     other = remember(store, "run-other", verified=True, question="When was Arthur's Magazine founded?")
     assert other.id != good.id
@@ -59,7 +59,7 @@ def test_a_signal_naming_its_runs_memory_is_read_by_id_and_a_deleted_or_other_ru
 def test_the_example_is_the_planner_turn_the_app_would_prompt_without_the_memory_itself(make_learner, store):
     from backend.prompts.planner import PLAN_PREFILL, plan_messages
 
-    learner = make_learner(learner="rft")
+    learner = make_learner(plan_shape="steps", learner="rft")
     good = remember(store, "run-good", verified=True)
     other = remember(store, "run-other", verified=True, question="When was Arthur's Magazine founded?")
     sample = plan_sample(learner.policy(), learner.manager, good, tools_text="search", settings=learner.episode_settings)
@@ -79,7 +79,7 @@ def test_a_plan_of_sub_questions_is_learned_as_the_planner_decomposes_and_a_plan
 
     from backend.prompts.planner import DECOMPOSE_PREFILL, DECOMPOSE_SYSTEM
 
-    learner = make_learner(learner="rft")
+    learner = make_learner(plan_shape="steps", learner="rft")
     hops = ("When was Arthur's Magazine started?", "When was First for Women started?")
     good = remember(store, "run-good", verified=True, subquestions=hops)
     remember(store, "run-other", verified=True, question="When was Arthur's Magazine founded?",
@@ -107,7 +107,7 @@ def test_a_plan_of_sub_questions_is_learned_as_the_planner_decomposes_and_a_plan
 def test_an_rft_update_raises_the_plans_likelihood(make_learner, store):
     from training.grpo import completion_logprobs
 
-    learner = make_learner(learner="rft", learning_rate=5e-3)
+    learner = make_learner(plan_shape="steps", learner="rft", learning_rate=5e-3)
     policy = learner.policy()
     sample = plan_sample(policy, learner.manager, remember(store, "run-good", verified=True), tools_text="search",
                          settings=learner.episode_settings)
@@ -123,7 +123,7 @@ def test_an_rft_update_raises_the_plans_likelihood(make_learner, store):
 
 def test_rft_learns_from_verified_plans_without_rollouts_and_promotes_through_the_canary(make_learner, store):
     promotions = []
-    learner = make_learner(learner="rft", signals_per_update=1, canary_tolerance=10.0, promotions=promotions)
+    learner = make_learner(plan_shape="steps", learner="rft", signals_per_update=1, canary_tolerance=10.0, promotions=promotions)
     remember(store, "run-good", verified=True)
     remember(store, "run-unverified", verified=False)
     learner.submit(Signal(QUESTION, "ground_truth", "alice", "Arthur's Magazine", "feedback:run-unverified"))

@@ -91,7 +91,8 @@ def test_alternation_records_each_round(tmp_path, capsys):
 
 
 def test_guided_executor_turns_record_the_sampled_action_choice(tmp_path, wiki_tools):
-    trainer = StageTrainer("executor", _settings(tmp_path, agent={**FAST["agent"], "guided_actions": "on"}), tools=wiki_tools)
+    trainer = StageTrainer("executor", _settings(tmp_path, agent={**FAST["agent"], "guided_actions": "on", "plan_shape": "steps"}),
+                           tools=wiki_tools)
     assert trainer.episode_settings.guided
     episode, samples = trainer.episode(trainer.records[0], record_turns=True)
     assert any(step.tool == "search" for step in episode.steps)  # guided turns always reach a tool call

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from backend.config import LearningConfig, RoleConfig, load_config
+from backend.episode import EpisodeSettings
 from backend.feedback import FeedbackItem, FeedbackQueue
 from backend.manager import Manager
 from training.episode import Episode
@@ -53,13 +54,16 @@ def tiny_model(tiny_model_dir):
 @pytest.fixture
 def make_learner(tmp_path, tiny_model_dir, tiny_model, wiki_tools, store):
     def make(**overrides) -> TestTimeLearner:
+        """`plan_shape`: the shape of plan the Planner writes (the app's agent.plan_shape; default its default)."""
         promotions = overrides.pop("promotions", None)
         queue = overrides.pop("queue", None)
+        shape = overrides.pop("plan_shape", None)
         return TestTimeLearner(
             settings(**overrides), root=tmp_path / "ttrl", planner_base_dir=tiny_model_dir,
             executor_model=tiny_model, judge_model=tiny_model, manager=Manager(tiny_model, store),
             tools=wiki_tools, canary_path=CANARY, feedback_queue=queue,
             on_promote=promotions.append if promotions is not None else None, guided=True,
+            app_settings=EpisodeSettings(guided=True, plan_shape=shape) if shape else None,
         )
 
     return make
@@ -344,7 +348,9 @@ def test_pending_signals_and_the_batch_survive_a_restart(make_learner):
 
 
 def test_an_update_runs_while_questions_are_answered(tmp_path, tiny_model_dir, wiki_tools, embedder):
-    """The live app: feedback -> background learner -> promoted version swapped in; answering never waits."""
+    """The live app: feedback -> background learner -> promoted version swapped in; answering never waits.
+    Plans of steps: the random model's decompositions are never readable, so under sub-questions its
+    rollouts all earn one reward and no update is made (an update with no advantage is skipped)."""
     from backend.agent import ResearchAgent, RunRequest
     from backend.events import RunFinished
     from backend.runlog import RunLog
@@ -355,7 +361,7 @@ def test_an_update_runs_while_questions_are_answered(tmp_path, tiny_model_dir, w
     base = load_config(environ={})
     role = RoleConfig(backend="embedded", model_dir=str(tiny_model_dir), max_new_tokens=16)
     config = replace(base, data_dir=tmp_path, memory_url=f"sqlite:///{tmp_path / 'memory.sqlite'}",
-                     agent=replace(base.agent, max_turns=1, reflections=1), roles={n: role for n in base.roles},
+                     agent=replace(base.agent, max_turns=1, reflections=1, plan_shape="steps"), roles={n: role for n in base.roles},
                      # Every version passes the canary, so the swap into the app is certain (the canary rule has its own tests).
                      ttrl=settings(signals_per_update=1, rollouts_per_signal=2, canary_tolerance=10.0))
     models = {name: make_chat_model(config, name, progress=False) for name in config.roles}
