@@ -3,7 +3,9 @@
 Test-time learning runs several rollouts of one question with a frozen Executor: where two sampled
 plans lead the Executor to the same prompt (a one-hop plan of sub-questions is never shown to it, so
 every such rollout asks the same first turns), the greedy answer is the same, and computing it again
-costs seconds of a 2-core CPU for nothing. Sampled calls (temperature > 0) are always made.
+costs seconds of a 2-core CPU for nothing. The canary is the same case across versions: a version that
+plans a canary question as its parent did sends the Executor its parent's prompts. Sampled calls
+(temperature > 0) are always made.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from backend.llm.base import ChatModel, Choice, Completion
 class RepeatedCalls:
     """Wraps `model`; every attribute but the three calls is the model's own. Holds at most
     `max_entries` answers, the oldest dropped first; one instance should live as long as the calls
-    it may repeat (one question's rollouts), not longer."""
+    it may repeat and the model stays the same (one question's rollouts; the canary's questions across
+    Planner versions, the Executor being frozen), not longer."""
 
     def __init__(self, model: ChatModel, max_entries: int = 512) -> None:
         self.model = model

@@ -54,13 +54,15 @@ def tiny_model(tiny_model_dir):
 @pytest.fixture
 def make_learner(tmp_path, tiny_model_dir, tiny_model, wiki_tools, store):
     def make(**overrides) -> TestTimeLearner:
-        """`plan_shape`: the shape of plan the Planner writes (the app's agent.plan_shape; default its default)."""
+        """`plan_shape`: the shape of plan the Planner writes (the app's agent.plan_shape; default its default);
+        `executor_model`: the frozen Executor (default the tiny model)."""
         promotions = overrides.pop("promotions", None)
         queue = overrides.pop("queue", None)
         shape = overrides.pop("plan_shape", None)
+        executor = overrides.pop("executor_model", tiny_model)
         return TestTimeLearner(
             settings(**overrides), root=tmp_path / "ttrl", planner_base_dir=tiny_model_dir,
-            executor_model=tiny_model, judge_model=tiny_model, manager=Manager(tiny_model, store),
+            executor_model=executor, judge_model=tiny_model, manager=Manager(tiny_model, store),
             tools=wiki_tools, canary_path=CANARY, feedback_queue=queue,
             on_promote=promotions.append if promotions is not None else None, guided=True,
             app_settings=EpisodeSettings(guided=True, plan_shape=shape) if shape else None,
@@ -276,6 +278,20 @@ def test_a_worse_canary_rejects_the_version_and_restores_the_weights(make_learne
     assert any(not torch.equal(saved[k], before_value) for k, before_value in _by_saved_name(before, saved).items())
     after = learner.policy().trainable_state()
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_a_version_planning_the_canary_as_before_reuses_its_executor_turns(make_learner, tiny_model):
+    from tests.counting_model import Counting
+
+    counted = Counting(tiny_model)
+    learner = make_learner(canary_size=2, executor_model=counted)
+    version = learner.versions.get(0)
+    first = learner._canary(learner.policy(), version)
+    calls = counted.calls
+    assert calls >= 2  # each canary question ran the Executor
+    again = learner._canary(learner.policy(), version)  # the same weights write the same (greedy) plans
+    assert counted.calls == calls and learner._canary_executor.hits >= calls
+    assert (again.reward, again.correct, again.questions) == (first.reward, first.correct, first.questions)
 
 
 def _by_saved_name(state: dict, saved: dict) -> dict:

@@ -47,6 +47,7 @@ from backend.config import LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
 from backend.llm.llamacpp import LlamaCppChatModel
+from backend.llm.memo import RepeatedCalls
 from backend.manager import Manager
 from backend.tools.base import Tool, tool_names_line
 from memory_db import LeaseFence, LeaseLost
@@ -181,6 +182,9 @@ class TestTimeLearner:
         self._users_running = 0  # users' questions running in this process (the thread learner gives way)
         self.gate = gate or YieldGate(lambda: self._users_running > 0, check_s=0.2)
         self.executor_model = self._gated(executor_model)
+        # The canary's Executor turns are greedy and the Executor is never trained: where a new version plans
+        # a canary question as its parent did, its Executor turns are the parent's, answered from them.
+        self._canary_executor = RepeatedCalls(self.executor_model)
         self.judge = Judge(self._gated(judge_model), require_overlap=True) if judge_model is not None else None
         self.manager = manager
         self.tools = dict(tools)
@@ -590,7 +594,7 @@ class TestTimeLearner:
         """The canary of `version`: on llama.cpp with its adapter when rollouts sample there (greedy, as
         the app answers), else on the trained copy, which holds that version's weights now."""
         planner = self.fast_sampler(version) if self.fast_sampler is not None else policy
-        return evaluate_canary(self.canary, planner_model=self._gated(planner), executor_model=self.executor_model,
+        return evaluate_canary(self.canary, planner_model=self._gated(planner), executor_model=self._canary_executor,
                                tools=self.tools, settings=self.episode_settings, weights=self.reward_weights)
 
     def update(self) -> Version | None:
