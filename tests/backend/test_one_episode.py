@@ -72,27 +72,32 @@ def scripted(scripted_model_class):
     return build
 
 
-def test_the_trainers_rollout_yields_the_apps_events_and_prompts(tmp_path, shared_tools, embedder, scripted):
-    config = served_config(tmp_path)
+def app_run_and_rollout(config, scripted, question, gold, tools, embedder, memory_text):
+    """The question asked in the app (method mia) and rolled out by the trainer, each with its own
+    freshly scripted models; asserts they made the same events and prompts. Returns both runs."""
     app_models = scripted()
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     try:
-        agent = ResearchAgent(config, models=app_models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
-        app_events = list(agent.run(RunRequest(question=QUESTION, ground_truth="Tulsa", method="mia")))
+        agent = ResearchAgent(config, models=app_models, tools=tools, store=store, runlog=RunLog(config.runs_dir))
+        app_events = list(agent.run(RunRequest(question=question, ground_truth=gold, method="mia")))
     finally:
         store.close()
-
     train_models = scripted()
     episode = run_episode(
-        question=QUESTION, ground_truth="Tulsa", planner_model=train_models["planner"], executor_model=train_models["executor"],
-        tools=shared_tools, grader=Grader(), settings=EpisodeSettings.from_config(config, train_models["executor"].traits),
-        memory_text=format_memories([], []),
+        question=question, ground_truth=gold, planner_model=train_models["planner"],
+        executor_model=train_models["executor"], tools=tools, grader=Grader(),
+        settings=EpisodeSettings.from_config(config, train_models["executor"].traits), memory_text=memory_text,
     )
-
-    assert [type(e).__name__ for e in app_events].count("PlanReady") == 2  # the flow replanned
     assert comparable(episode.events) == comparable(app_events)
     for role in ("planner", "executor"):
         assert train_models[role].prompts == app_models[role].prompts
+    return app_events, episode
+
+
+def test_the_trainers_rollout_yields_the_apps_events_and_prompts(tmp_path, shared_tools, embedder, scripted):
+    app_events, episode = app_run_and_rollout(served_config(tmp_path), scripted, QUESTION, "Tulsa", shared_tools,
+                                              embedder, format_memories([], []))
+    assert [type(e).__name__ for e in app_events].count("PlanReady") == 2  # the flow replanned
     assert (episode.first_answer, episode.answer, episode.replanned) == ("Chicago", "Tulsa", True)
     assert not episode.correct_first and episode.correct_final
 
@@ -111,26 +116,9 @@ def test_the_trainers_rollout_of_sub_questions_yields_the_apps_events_and_prompt
         return {role: scripted_model_class(role, *HOPS_SCRIPT.get(role, ([], [])))
                 for role in ("planner", "executor", "judge", "manager")}
 
-    config = served_config(tmp_path, plan_shape="subquestions")
-    app_models = scripted()
-    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
-    try:
-        agent = ResearchAgent(config, models=app_models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
-        app_events = list(agent.run(RunRequest(question=FESTIVAL, ground_truth="Great Exuma", method="mia")))
-    finally:
-        store.close()
-
-    train_models = scripted()
-    episode = run_episode(
-        question=FESTIVAL, ground_truth="Great Exuma", planner_model=train_models["planner"],
-        executor_model=train_models["executor"], tools=shared_tools, grader=Grader(),
-        settings=EpisodeSettings.from_config(config, train_models["executor"].traits), memory_text="",
-    )
-
+    app_events, episode = app_run_and_rollout(served_config(tmp_path, plan_shape="subquestions"), scripted, FESTIVAL,
+                                              "Great Exuma", shared_tools, embedder, "")
     assert [type(e).__name__ for e in app_events].count("HopAnswered") == 2
-    assert comparable(episode.events) == comparable(app_events)
-    for role in ("planner", "executor"):
-        assert train_models[role].prompts == app_models[role].prompts
     assert episode.answer == "Great Exuma" and episode.correct_final
 
 
