@@ -41,12 +41,10 @@ def test_full_loop_emits_every_stage_and_stores_a_memory(tmp_path, tiny_model_di
     assert types.index(MemoriesRetrieved) < types.index(PlanReady) < types.index(ToolCalled)
     assert types.index(AnswerReady) < types.index(VerdictReady) < types.index(MemoryStored)
     plan = next(e for e in events if isinstance(e, PlanReady))
-    if plan_shape == "steps":
-        assert ReflectionDecided in types
-    else:
-        # The random model writes no numbered sub-question, so the plan is the question itself as one hop,
-        # researched by the Executor's own turns with no replan.
-        assert plan.steps == [QUESTION] and ReflectionDecided not in types
+    # A plan of steps is reflected on. The random model writes no numbered sub-question, so a plan of
+    # sub-questions is the question itself as one hop, researched by the Executor's own turns, no replan.
+    assert (ReflectionDecided in types) is (plan_shape == "steps")
+    assert (plan.steps == [QUESTION]) is (plan_shape == "subquestions")
     # The random model never writes the protocol, so the first turn recovers by searching the question.
     first_recovery = next(e for e in events if isinstance(e, Recovery))
     assert first_recovery.action == "searching the question itself"
