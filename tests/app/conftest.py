@@ -77,6 +77,13 @@ def login(page, url: str, user: str, password: str | None = None) -> None:
     page.locator("#who").get_by_text(f"Signed in as {user}").wait_for()
 
 
+def ask_until_final(page, question: str, timeout: float = 60_000) -> None:
+    """On the Research page: ask `question` and wait until its answer is final."""
+    page.locator("#question textarea, #question input").first.fill(question)
+    page.locator("#ask").click()
+    page.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=timeout)
+
+
 def export_memories(page, folder: Path) -> Path:
     """In the Memory view: export the namespace and save the download in `folder`."""
     page.locator("#transfer").get_by_text("Export and import").click()

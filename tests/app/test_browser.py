@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory_db import NewMemory
-from tests.app.conftest import export_memories, login
+from tests.app.conftest import ask_until_final, export_memories, login
 
 pytestmark = pytest.mark.browser
 
@@ -325,9 +325,7 @@ def test_the_page_reads_answer_then_trace_then_feedback_opens_document_passages_
     inside, outside = zone.bounding_box(), zone.get_by_text("Click to Upload").bounding_box()
     assert outside["y"] + outside["height"] <= inside["y"] + inside["height"]
 
-    question_box(page).fill(PDF_QUESTION)
-    page.locator("#ask").click()
-    page.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=60_000)
+    ask_until_final(page, PDF_QUESTION)
     # The answer first, then the trace, then the feedback.
     tops = [page.locator(f"#{name}").bounding_box()["y"] for name in ("answer-box", "trace", "feedback")]
     assert tops == sorted(tops)

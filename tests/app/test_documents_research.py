@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from backend.llm.base import Choice, Completion, ModelTraits
-from tests.app.conftest import login
+from tests.app.conftest import ask_until_final, login
 
 pytestmark = pytest.mark.browser
 
@@ -90,9 +90,7 @@ def test_a_question_only_an_uploaded_pdf_answers_cites_its_page_and_goes_into_th
     expect(page.locator("#documents-result")).to_contain_text("Added 2 files to survey", timeout=60_000)
 
     page.get_by_role("tab", name="Research").click()
-    page.locator("#question textarea, #question input").first.fill(QUESTION)
-    page.locator("#ask").click()
-    page.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=60_000)
+    ask_until_final(page, QUESTION)
     box = page.locator("#answer-box")
     expect(box.locator(".answer-text")).to_contain_text("1987")
     citation = box.locator("details.citation").first
@@ -113,8 +111,6 @@ def test_a_question_only_an_uploaded_pdf_answers_cites_its_page_and_goes_into_th
     # Another user's research never reads alice's documents.
     other = new_page()
     login(other, url, "bob")
-    other.locator("#question textarea, #question input").first.fill(QUESTION)
-    other.locator("#ask").click()
-    other.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=60_000)
+    ask_until_final(other, QUESTION)
     expect(other.locator("#answer-box .answer-text")).to_contain_text("unknown")
     expect(other.locator("#answer-box")).not_to_contain_text("stations.pdf")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.app.conftest import login
+from tests.app.conftest import ask_until_final, login
 from tests.backend.scripted_model import ScriptedChatModel
 
 pytestmark = pytest.mark.browser
@@ -25,9 +25,7 @@ def test_the_plan_shows_each_sub_question_with_its_answer_and_source(start_app, 
     assert ctx.runtime.config.agent.plan_shape == "subquestions"  # the default plan
     page = new_page()
     login(page, url, "alice")
-    page.locator("#question textarea, #question input").first.fill(FESTIVAL)
-    page.locator("#ask").click()
-    page.locator('#answer-box .answer-box[data-state="final"]').wait_for(timeout=60_000)
+    ask_until_final(page, FESTIVAL)
     expect(page.locator("#answer-box .answer-text")).to_contain_text("Great Exuma")
     plan = page.locator("#trace details.plan", has_text="Plan of sub-questions").first
     expect(plan).to_contain_text("Which music festival was Billy McFarland charged with wire fraud for? → Fyre Festival")
