@@ -84,9 +84,9 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     Hops after the last one that asks for what the question asks for (asks_alike: "What 1942 film
     did Wallis and Bogart make?" for "... collaborated to make what 1942 film?") answer something
     else ("Who were the two actors in this film?") and go. A hop that only asks who or what a name
-    the question gives is ("Who is Paul DeBoy?": its answer is the name itself, which no sentence states as an answer, so
-    the hop would be redone and then researched anyway) goes, its name written into the hops that
-    refer to it. A comparison whose hops leave out one of its options ("Which university was founded as
+    the question gives is ("Who is Paul DeBoy?": its answer is the name itself, which no sentence
+    states as an answer, so the hop would be redone and then researched anyway) goes, its name
+    written into the hops that refer to it. A comparison whose hops leave out one of its options ("Which university was founded as
     a vocational high school?" for "Between A and B, which ...?") is researched as one hop, where the
     reader chooses among the options."""
     asked = _words(question)
