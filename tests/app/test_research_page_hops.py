@@ -9,12 +9,9 @@ from playwright.sync_api import expect
 
 from tests.app.conftest import ask_until_final, login
 from tests.backend.scripted_model import ScriptedChatModel
+from tests.training.hops_example import DECOMPOSITION, FESTIVAL
 
 pytestmark = pytest.mark.browser
-
-FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
-DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
-                 "2. Where was #1 supposed to take place?")
 
 
 def test_the_plan_shows_each_sub_question_with_its_answer_and_source(start_app, new_page):

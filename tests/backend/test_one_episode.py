@@ -14,6 +14,7 @@ from backend.prompts.manager import format_memories
 from backend.runlog import RunLog
 from memory_db import MemoryStore
 from tests.backend.scripted_model import answer_turn
+from tests.training.hops_example import DECOMPOSITION, FESTIVAL
 from training.episode import Grader, run_episode
 
 QUESTION = 'The band who released the debut album "Tinted Windows" had their first performance in what city?'
@@ -102,10 +103,8 @@ def test_the_trainers_rollout_yields_the_apps_events_and_prompts(tmp_path, share
     assert not episode.correct_first and episode.correct_final
 
 
-FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
 HOPS_SCRIPT = {  # a decomposition of two hops, each hop's answer read as a span
-    "planner": (["1. Which music festival was Billy McFarland charged with wire fraud for?\n"
-                 "2. Where was #1 supposed to take place?"], []),
+    "planner": ([DECOMPOSITION], []),
     "executor": (["Fyre Festival", "Great Exuma"], []),
 }
 

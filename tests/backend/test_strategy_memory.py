@@ -59,20 +59,26 @@ def same_type_config(tmp_path, plan_shape):
                    roles={name: RoleConfig() for name in base.roles})
 
 
+def asker(config, store, tools, model_class):
+    """ask(question, executor outputs, plan=..., config=..., ground_truth=...) -> (events, planner): one
+    run as alice, every role scripted (the Planner writes `plan`), in `store`."""
+    runlog = RunLog(config.runs_dir)
+
+    def ask(question, executor, plan="1. Search for the film", config=config, ground_truth=None):
+        planner = model_class("planner", [plan], ["yes"])
+        models = {"planner": planner, "executor": model_class("executor", executor),
+                  "judge": model_class("judge"), "manager": model_class("manager")}
+        agent = ResearchAgent(config, models=models, tools=tools, store=store, runlog=runlog)
+        return list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth))), planner
+
+    return ask
+
+
 def test_a_same_type_memory_below_the_floor_is_shown_as_its_strategy_only_when_asked_for(
         tmp_path, shared_tools, embedder, scripted_model_class):
     config = same_type_config(tmp_path, "steps")
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
-    runlog = RunLog(config.runs_dir)
-
-    def ask(question, executor, config=config, ground_truth=None):
-        planner = scripted_model_class("planner", ["1. Search for the film"], ["yes"])
-        models = {"planner": planner, "executor": scripted_model_class("executor", executor),
-                  "judge": scripted_model_class("judge"), "manager": scripted_model_class("manager")}
-        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=runlog)
-        events = list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth)))
-        return events, planner
-
+    ask = asker(config, store, shared_tools, scripted_model_class)
     first, _ = ask(BRIDGE, [call("search", query_list=["Night Harbour film"]), answer("Night Harbour")],
                    ground_truth="1961")
     stored = store.get(next(e for e in first if isinstance(e, MemoryStored)).memory_id, namespace="alice")
@@ -104,21 +110,14 @@ def test_a_same_type_memory_is_no_worked_example_for_a_plan_of_sub_questions(tmp
                                                                               scripted_model_class):
     config = same_type_config(tmp_path, "subquestions")
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
-
-    def ask(question, planner_output, executor, ground_truth=None):
-        planner = scripted_model_class("planner", [planner_output], ["yes"])
-        models = {"planner": planner, "executor": scripted_model_class("executor", executor),
-                  "judge": scripted_model_class("judge"), "manager": scripted_model_class("manager")}
-        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
-        return list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth))), planner
-
+    ask = asker(config, store, shared_tools, scripted_model_class)
     try:
-        first, _ = ask(BRIDGE, "1. Who directed the film Night Harbour?\n2. What year was #1 born?",
-                       ["Mira Okafor", "1961"], ground_truth="1961")
+        first, _ = ask(BRIDGE, ["Mira Okafor", "1961"],
+                       plan="1. Who directed the film Night Harbour?\n2. What year was #1 born?", ground_truth="1961")
         stored = store.get(next(e for e in first if isinstance(e, MemoryStored)).memory_id, namespace="alice")
         assert stored.question_type == "time" and stored.provenance["decomposition"]
-        events, planner = ask(OTHER_TIME, "1. Who composed the opera Glass Orchard?\n2. In what year did #1 die?",
-                              ["Ilse Varga", "1990"])
+        events, planner = ask(OTHER_TIME, ["Ilse Varga", "1990"],
+                              plan="1. Who composed the opera Glass Orchard?\n2. In what year did #1 die?")
         shown = next(e for e in events if isinstance(e, MemoriesRetrieved))
         assert [m["id"] for m in shown.successful + shown.failed] == [stored.id]  # retrieved by its type
         assert "Night Harbour" not in planner.prompts[0][-1]["content"]

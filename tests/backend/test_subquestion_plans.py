@@ -18,10 +18,7 @@ from backend.replay import replay
 from backend.runlog import RunLog
 from memory_db import MemoryStore
 from tests.backend.conftest import scripted_config
-
-FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
-DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
-                 "2. Where was #1 supposed to take place?")
+from tests.training.hops_example import DECOMPOSITION, FESTIVAL
 
 
 def test_a_decomposition_is_read_as_numbered_sub_questions_referring_back():

@@ -1,4 +1,5 @@
-"""One bridge question with its plan of sub-questions, shared by the trainer's and verl's hop tests."""
+"""One bridge question with its plan of sub-questions, shared by the hop tests (the trainer's, verl's, the
+one episode loop's and the research page's)."""
 
 FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
 DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"

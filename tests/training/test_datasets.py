@@ -129,9 +129,8 @@ def test_memory_context_comes_from_the_namespaces_own_store(tmp_path):
 
 # -- the plan of sub-questions (agent.plan_shape: subquestions) -----------------------------------
 
-FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
-DECOMPOSITION = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
-                 "2. Where was #1 supposed to take place?")
+from tests.training.hops_example import DECOMPOSITION, FESTIVAL  # noqa: E402
+
 WALKMAN_HOPS = [{"number": 1, "template": "Which company made the first Walkman?", "answer": "Sony",
                  "sentence": "Walkman: Sony made it."},
                 {"number": 2, "template": "Who founded #1?", "answer": "Masaru Ibuka", "sentence": "Sony: founded by Ibuka."}]

@@ -10,15 +10,11 @@ from backend.episode import EpisodeSettings
 from backend.events import HopAnswered
 from training.episode import Grader, run_episode
 from tests.backend.scripted_model import ScriptedChatModel
-
-FESTIVAL = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
-WORKED = ("Question: Who founded the company that made the first Walkman?\n1. Which company made the first Walkman?\n"
-          "2. Who founded #1?\n(worked for an earlier question: the answer was right)")
+from tests.training.hops_example import DECOMPOSITION, FESTIVAL, WORKED
 
 
 def test_a_rollout_decomposes_after_the_worked_examples_and_researches_hop_by_hop(shared_tools):
-    planner = ScriptedChatModel("policy", ["1. Which music festival was Billy McFarland charged with wire fraud for?\n"
-                                           "2. Where was #1 supposed to take place?"])
+    planner = ScriptedChatModel("policy", [DECOMPOSITION])
     executor = ScriptedChatModel("executor", ["Fyre Festival", "Great Exuma"])
     episode = run_episode(question=FESTIVAL, ground_truth="Great Exuma", planner_model=planner, executor_model=executor,
                           tools=shared_tools, grader=Grader(), settings=EpisodeSettings(plan_shape="subquestions", guided=True),
@@ -38,8 +34,7 @@ def test_a_learned_memory_keeps_its_decomposition_as_a_worked_example(shared_too
     from training.ttrl.rollouts import ScoredRollout, consolidate
     from training.ttrl.signals import Signal
 
-    planner = ScriptedChatModel("policy", ["1. Which music festival was Billy McFarland charged with wire fraud for?\n"
-                                           "2. Where was #1 supposed to take place?"])
+    planner = ScriptedChatModel("policy", [DECOMPOSITION])
     executor = ScriptedChatModel("executor", ["Fyre Festival", "Great Exuma"])
     episode = run_episode(question=FESTIVAL, ground_truth="Great Exuma", planner_model=planner, executor_model=executor,
                           tools=shared_tools, grader=Grader(), settings=EpisodeSettings(plan_shape="subquestions", guided=True),
