@@ -154,13 +154,16 @@ class EpisodeOutcome:
 
 
 def planner_memories(manager: Manager, question: str, namespace: str, caption: str | None,
-                     settings: EpisodeSettings) -> tuple[list[dict], list[dict]]:
+                     settings: EpisodeSettings, shows_strategies: bool = True) -> tuple[list[dict], list[dict]]:
     """The successful and failed memories shown for a question, retrieved as `settings` say (the app's
-    episodes and test-time rollouts alike)."""
+    episodes and test-time rollouts alike). With agent.strategies_by_type, memories of the question's
+    type fill the places the relevance floor leaves empty only where they are shown as strategies
+    without names: to a Planner of steps (`shows_strategies`: Method.shows_strategies). A plan of
+    sub-questions is shown whole decompositions (backend.hops.worked_examples), names and all."""
     s = settings
     found = manager.retrieve(question, namespace, caption, s.memory_k, min_similarity=s.min_memory_similarity,
                              unverified_weight=s.unverified_memory_weight, scoring=s.memory_scoring,
-                             fill_by_type=s.strategies_by_type)
+                             fill_by_type=s.strategies_by_type and shows_strategies and s.plan_shape == "steps")
     return ([memory_to_dict(m, s.min_memory_similarity) for m in found.successful],
             [memory_to_dict(m, s.min_memory_similarity) for m in found.failed])
 
@@ -243,7 +246,7 @@ class EpisodeLoop:
 
     def _retrieve(self, episode: EpisodeInput, manager: Manager | None, caption: str | None) -> tuple[list[dict], list[dict]]:
         s = self.settings
-        return planner_memories(manager, episode.question, episode.namespace, caption, s)
+        return planner_memories(manager, episode.question, episode.namespace, caption, s, self.method.shows_strategies)
 
     def _chosen_blueprint(self, write: Callable[[float], Blueprint], successful: list[dict]) -> tuple[Blueprint, str | None]:
         """The plan to follow: the one written greedily; with agent.plan_candidates > 1 and past

@@ -308,13 +308,11 @@ def readable_decomposition(hops) -> bool:
 
 def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, list[str], str]]:
     """Verified decompositions among retrieved memories (backend.manager.memory_to_dict): (question,
-    sub-questions as written, how it went), for worked_examples_shown. A memory retrieved only for its
-    question type (it carries a `strategy`: agent.strategies_by_type) is no example: its names would reach
-    the Planner, which is shown such a memory without them."""
+    sub-questions as written, how it went), for worked_examples_shown."""
     examples = []
     for memory in memories:
         hops = memory.get("decomposition")
-        if not readable_decomposition(hops) or not memory.get("verified", True) or memory.get("strategy"):
+        if not readable_decomposition(hops) or not memory.get("verified", True):
             continue
         if memory.get("correct"):
             outcome = "the answer was right"

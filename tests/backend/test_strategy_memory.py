@@ -60,16 +60,16 @@ def same_type_config(tmp_path, plan_shape):
 
 
 def asker(config, store, tools, model_class):
-    """ask(question, executor outputs, plan=..., config=..., ground_truth=...) -> (events, planner): one
-    run as alice, every role scripted (the Planner writes `plan`), in `store`."""
+    """ask(question, executor outputs, plan=..., config=..., ground_truth=..., method=...) -> (events,
+    planner): one run as alice, every role scripted (the Planner writes `plan`), in `store`."""
     runlog = RunLog(config.runs_dir)
 
-    def ask(question, executor, plan="1. Search for the film", config=config, ground_truth=None):
+    def ask(question, executor, plan="1. Search for the film", config=config, ground_truth=None, method="mia"):
         planner = model_class("planner", [plan], ["yes"])
         models = {"planner": planner, "executor": model_class("executor", executor),
                   "judge": model_class("judge"), "manager": model_class("manager")}
         agent = ResearchAgent(config, models=models, tools=tools, store=store, runlog=runlog)
-        return list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth))), planner
+        return list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth, method=method))), planner
 
     return ask
 
@@ -106,8 +106,15 @@ def test_a_same_type_memory_below_the_floor_is_shown_as_its_strategy_only_when_a
     store.close()
 
 
-def test_a_same_type_memory_is_no_worked_example_for_a_plan_of_sub_questions(tmp_path, shared_tools, embedder,
-                                                                              scripted_model_class):
+def retrieved_ids(events) -> list[str]:
+    shown = next(e for e in events if isinstance(e, MemoriesRetrieved))
+    return [m["id"] for m in shown.successful + shown.failed]
+
+
+def test_a_same_type_memory_is_retrieved_only_where_it_is_shown_without_names(tmp_path, shared_tools, embedder,
+                                                                               scripted_model_class):
+    """A plan of sub-questions is shown whole decompositions and the rag baseline whole trajectories,
+    names and all: neither is given a memory of the question's type below the relevance floor."""
     config = same_type_config(tmp_path, "subquestions")
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     ask = asker(config, store, shared_tools, scripted_model_class)
@@ -118,8 +125,14 @@ def test_a_same_type_memory_is_no_worked_example_for_a_plan_of_sub_questions(tmp
         assert stored.question_type == "time" and stored.provenance["decomposition"]
         events, planner = ask(OTHER_TIME, ["Ilse Varga", "1990"],
                               plan="1. Who composed the opera Glass Orchard?\n2. In what year did #1 die?")
-        shown = next(e for e in events if isinstance(e, MemoriesRetrieved))
-        assert [m["id"] for m in shown.successful + shown.failed] == [stored.id]  # retrieved by its type
+        assert retrieved_ids(events) == []
         assert "Night Harbour" not in planner.prompts[0][-1]["content"]
+
+        steps = replace(config, agent=replace(config.agent, plan_shape="steps"))
+        events, _ = ask("In what year was the architect of the Copper Bridge born?", [answer("1870")],
+                        config=steps, method="rag")
+        assert stored.id not in retrieved_ids(events)
+        events, _ = ask("In what year did the painter of the mural Salt Road die?", [answer("1955")], config=steps)
+        assert stored.id in retrieved_ids(events)  # the Planner of steps is shown it as its strategy
     finally:
         store.close()
