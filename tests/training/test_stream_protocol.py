@@ -11,8 +11,10 @@ import numpy as np
 from backend.eval.datasets import EvalQuestion
 from training.ttrl.selection import by_majority, by_memory, select_reported
 from training.ttrl.stream import stream_questions
+from backend.eval.results import ResultsFile
 from training.ttrl.stream_table import read_stream, write_table
 
+from tests.backend.eval.test_results_and_summary import make_row
 from tests.training.conftest import QUESTIONS
 from tests.training.test_ttrl import make_learner, settings, store, tiny_model  # noqa: F401  (fixtures)
 
@@ -75,3 +77,11 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     assert "| 10 | 0 (0) | - | - |" in text  # the reference: no update, no peak recorded
     assert "McNemar" in text and "k4-grpo: 0.40" in text
     assert np.isclose(read_stream(reference, "k4-none").seconds_per_signal, 10.0)
+
+    evaluation = tmp_path / "none"  # an evaluation that ran on past the stream: its first 4 questions pair
+    evaluation.mkdir()
+    results = ResultsFile(evaluation / "rows.jsonl")
+    for index, correct in [(5, True), (0, True), (1, False), (2, False), (3, False), (4, True)]:
+        results.append(make_row(index, correct=correct, wall=20.0 if index < 4 else 90.0, llm=1.0, tool=1.0, id=f"q{index}"))
+    text = write_table([reference, evaluation], "k4-none", tmp_path / "cut", limit=4).read_text()
+    assert "| none | 4 | 25.0% | -25.0 pts (4 paired) |" in text and "| 20 | 0 (0) |" in text

@@ -4,9 +4,11 @@ Each stream folder is the data folder a `python -m training ttrl --data ... --da
 learned in (its `ttrl/signals.jsonl` holds, per question, the reported answer and whether the ground
 truth called it right, every rollout's answer and reward, and the Planner version; `ttrl/versions/`
 the updates and canary decisions). Evaluation folders of `python -m backend.eval` (the `none` and
-one-rollout `mia` rows) join by question id. Usage:
+one-rollout `mia` rows) join by question id; `--limit N` cuts an evaluation that ran further than the
+stream (the 300-question `dev` table's folders beside a 150-question stream) to its first N questions.
+Usage:
 
-    python -m training.ttrl.stream_table --reference k4-none DIR... --out TABLE_DIR
+    python -m training.ttrl.stream_table --reference k4-none DIR... --out TABLE_DIR [--limit N]
 """
 
 from __future__ import annotations
@@ -70,16 +72,17 @@ def _peak_gb(path: Path) -> float | None:
     return max(peaks) / 1e6 if peaks else None
 
 
-def read_evaluation(folder: Path, label: str) -> Variant:
-    rows = ResultsFile(folder / "rows.jsonl").read()
+def read_evaluation(folder: Path, label: str, limit: int | None = None) -> Variant:
+    rows = sorted(ResultsFile(folder / "rows.jsonl").read(), key=lambda row: row.index)
+    rows = [row for row in rows if limit is None or row.index < limit]
     return Variant(label=label, correct={row.id: row.correct for row in rows},
                    seconds_per_signal=sum(row.wall_seconds for row in rows) / len(rows) if rows else None,
                    digest=_digest(folder / "rows.jsonl"))
 
 
-def read_variant(folder: Path) -> Variant:
+def read_variant(folder: Path, limit: int | None = None) -> Variant:
     label = folder.name
-    return read_evaluation(folder, label) if (folder / "rows.jsonl").is_file() else read_stream(folder, label)
+    return read_evaluation(folder, label, limit) if (folder / "rows.jsonl").is_file() else read_stream(folder, label)
 
 
 def _percent(value: float) -> str:
@@ -120,8 +123,8 @@ def table(variants: list[Variant], reference: Variant) -> list[str]:
     return lines
 
 
-def write_table(folders: list[Path], reference_label: str, out_dir: Path) -> Path:
-    variants = [read_variant(folder) for folder in folders]
+def write_table(folders: list[Path], reference_label: str, out_dir: Path, limit: int | None = None) -> Path:
+    variants = [read_variant(folder, limit) for folder in folders]
     by_label = {v.label: v for v in variants}
     if reference_label not in by_label:
         raise ValueError(f"--reference {reference_label!r} is none of the folders' names: {', '.join(by_label)}.")
@@ -139,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", type=Path, nargs="+", help="stream data folders and evaluation folders")
     parser.add_argument("--reference", required=True, help="the folder name the others are paired against")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--limit", type=int, help="cut evaluation folders to their first N questions (the stream's N)")
     args = parser.parse_args(argv)
-    path = write_table(args.folders, args.reference, args.out)
+    path = write_table(args.folders, args.reference, args.out, args.limit)
     print(path.read_text(encoding="utf-8"))
     return 0
 
