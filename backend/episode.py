@@ -47,7 +47,8 @@ from backend.prompts.manager import (
 )
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
-from backend.hops import Hop, answering_hop, fill, hops_from, subjects_of, weakest, worked_examples_shown
+from backend.hops import (Hop, answering_hop, fill, hops_from, subjects_of, weakest, worked_examples_shown,
+                          yes_no_answer)
 from backend.image_gaps import gap_query, image_heading
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
@@ -411,8 +412,8 @@ class EpisodeLoop:
         answers filled into later hops; reflection checks each hop's answer against a retrieved sentence
         and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
         answering hop's (backend.hops.answering_hop: the last one built on an earlier answer, unless it is
-        a side check); without one, and for a closed question, it is read for the question from every
-        hop's results. A plan of one sub-question is researched by the Executor's own turns for the
+        a side check); a yes/no question whose hops each ask yes or no is answered from them
+        (backend.hops.yes_no_answer); otherwise it is read for the question from every hop's results. A plan of one sub-question is researched by the Executor's own turns for the
         question (ExecutorSession.research_as_question), with no replan."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
         if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1): its hops as written
@@ -456,7 +457,7 @@ class EpisodeLoop:
             yield from self._research_hops(session, redo, deadline, other_queries=tuple(named_phrases(question)))
         closed = bool(closed_options(question))
         answering = None if closed else answering_hop(hops, question)
-        answer = answering.answer if answering is not None else ""
+        answer = answering.answer if answering is not None else (yes_no_answer(hops, question) or "")
         if not answer:
             answer = yield from session.read_answer(question)
         outcome.first_answer = outcome.first_answer or answer

@@ -18,12 +18,23 @@ from backend.events import Event, ExecutorThought, Recovery, TextDelta
 from backend.evidence import choice_options, closed_options, evidence_lines, quoted_sentence
 from backend.fact_comparison import comparison_of, decide
 from backend.hops import restates_its_subject
-from backend.llm.base import ChatModel, Completion
+from backend.llm.base import ChatModel, Choice, Completion
 from backend.prompts import executor as prompts
 
 
 QUOTE_HELD = 0.75  # share of a quote's content words a retrieved sentence must hold to be what it copied
 QUOTE_NEAR = 1 / 3  # ... for "nearest" to read with that sentence instead
+
+
+def choose_option(model: ChatModel, messages: list[dict], options: list[str], prefill: str) -> Choice:
+    """The option the model scores highest after `prefill` ("Answer:"), each scored as the model would
+    write it there, after a space. Scored after "Answer: " instead, an option began after a lone space
+    token, a split the model never writes: every option scored near e^-7, and "yes" won whatever the
+    evidence said (on the 47 closed `train` questions, read from their gold pages: 30 right that way,
+    33 with the space; 5 right only with it, 2 only without)."""
+    spaced = model.choose(messages, [f" {option}" for option in options], prefill=prefill)
+    return Choice(label=spaced.label[1:], logprobs={option[1:]: score for option, score in spaced.logprobs.items()},
+                  method=spaced.method)
 
 
 class AnswerReading:
@@ -101,7 +112,7 @@ class AnswerReading:
                 prefill = prompts.option_facts_text(facts) + prompts.CHOICE_PREFILL
             else:
                 messages = self._reader_messages(question)
-            choice = self.model.choose(messages, options, prefill=prefill)
+            choice = choose_option(self.model, messages, options, prefill)
             yield Recovery(
                 self.run_id, turn=self.turn_count, reason="closed question: its answer is one of its options",
                 action=f"chose {choice.label!r} among {options} by log-probability", routine=True,

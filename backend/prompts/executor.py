@@ -39,7 +39,7 @@ READER_SYSTEM = ("Answer the question from the evidence. Reply with the answer o
                  "or a short phrase, never a sentence.")
 READER_TURN = "Evidence:\n{evidence}\n\nQuestion: {question}"
 ANSWER_PREFILL = "Answer:"
-CHOICE_PREFILL = "Answer: "
+CHOICE_PREFILL = "Answer:"  # each option is scored after it with its leading space (reader.choose_option)
 # A two-option comparison: first each option's fact, copied from the results, then the choice.
 OPTION_FACTS_ASK = ("Question: {question}\nFor each of {first} and {second}, copy from the {source} the fact "
                     "the question turns on (a date, a number or a short phrase), one line each, then answer.")

@@ -39,8 +39,10 @@ class ScriptedChatModel:
 
     def choose(self, messages, options, *, prefill="") -> Choice:
         self.prompts.append(messages)
-        label = self.choices.popleft() if self.choices else options[0]
-        assert label in options, f"scripted choice {label!r} not among {options}"
+        wanted = self.choices.popleft() if self.choices else options[0]
+        # The reader scores options after their leading space (" yes"); a script names the label.
+        label = next((o for o in options if o.strip() == wanted.strip()), None)
+        assert label is not None, f"scripted choice {wanted!r} not among {options}"
         return Choice(label=label, logprobs={o: (0.0 if o == label else -5.0) for o in options}, method="scripted")
 
     def count_tokens(self, text: str) -> int:

@@ -75,6 +75,27 @@ def test_later_searches_do_not_push_the_first_finding_out_of_what_the_reader_see
     assert set(answer.read_from) <= {p["title"] for p in s.passages}
 
 
+def test_a_closed_question_is_chosen_among_its_options_as_written_after_the_answer_prefill(scripted_model_class,
+                                                                                         shared_tools):
+    class Recording(scripted_model_class):
+        def choose(self, messages, options, *, prefill=""):
+            self.asked = (list(options), prefill)
+            return super().choose(messages, options, prefill=prefill)
+
+    model = Recording("executor", choices=["no"])
+    reader = session(model, shared_tools, guided=True)
+    reader.start(NATIONALITY, [])
+    events, answer = [], None
+    generator = reader.read_answer(NATIONALITY)
+    try:
+        while True:
+            events.append(next(generator))
+    except StopIteration as stop:
+        answer = stop.value
+    assert model.asked == ([" yes", " no"], "Answer:") and answer == "no"
+    assert any(isinstance(e, Recovery) and "chose 'no' among ['yes', 'no']" in e.action for e in events)
+
+
 def test_a_forced_answer_is_never_empty(scripted_model_class, shared_tools):
     # Turn 1 searches; the turn limit forces the answer; the model closes the prefilled <answer> at once.
     model = scripted_model_class("executor", [call("Tinted Windows band"), "", "Tulsa"])

@@ -11,7 +11,7 @@ from app.render_html import transcript_of
 from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, ReflectionDecided
-from backend.hops import Hop, answering_hop, fill, parse_subquestions, worked_examples
+from backend.hops import Hop, answering_hop, fill, parse_subquestions, weakest, worked_examples, yes_no_answer
 from backend.prompts.executor import question_turn
 from backend.prompts.planner import decompose_messages, worked_examples_text
 from backend.replay import replay
@@ -122,6 +122,31 @@ def test_hops_side_by_side_leave_the_answer_to_a_reading_of_the_question(ask):
     answer = [e for e in events if isinstance(e, AnswerReady)][-1]
     assert answer.text == "Great Exuma, the Bahamas"  # read for the question, not the last hop's
     assert "Question: " + FESTIVAL in ask.models["executor"].prompts[-1][-1]["content"]
+
+
+def test_a_yes_no_question_is_answered_from_hops_that_each_ask_yes_or_no(ask):
+    question = "Were H. G. Wells and Rubén Darío both English?"
+    plan = "1. Was H. G. Wells English?\n2. Was Rubén Darío English?"
+    events = ask(question, [plan], [], ground_truth="no", choices=["yes", "yes", "no", "no"])
+    hops = [e for e in events if isinstance(e, HopAnswered)]
+    assert [(h.question, h.answer) for h in hops] == [("Was H. G. Wells English?", "yes"), ("Was Rubén Darío English?", "no")]
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "no"
+    assert not any(isinstance(e, ReflectionDecided) and e.replan for e in events)  # no sentence states "no": nothing to redo
+    asked = [m[-1]["content"] for m in ask.models["executor"].prompts]
+    assert not any(question in text.split("\n")[-1] or f"Question: {question}" in text for text in asked)  # never read whole
+
+
+def test_only_yes_no_hops_answer_a_yes_no_question():
+    def hop(number, question, answer):
+        return Hop(number, question, question=question, answer=answer)
+
+    both = [hop(1, "Was H. G. Wells English?", "yes"), hop(2, "Was Rubén Darío English?", "yes")]
+    assert yes_no_answer(both, "Were H. G. Wells and Rubén Darío both English?") == "yes"
+    assert yes_no_answer([both[0], hop(2, "Was Rubén Darío English?", "no")], "Were both English?") == "no"
+    assert yes_no_answer([both[0], hop(2, "Where was Rubén Darío born?", "Metapa")], "Were both English?") is None
+    assert yes_no_answer(both, "Who was English, H. G. Wells or Rubén Darío?") is None  # a choice between them
+    assert yes_no_answer(both[:1], "Was H. G. Wells English?") is None  # one hop: the question itself is read
+    assert weakest(both) is None and weakest([hop(1, "Where was Rubén Darío born?", "Metapa")]).number == 1
 
 
 def test_a_last_hop_that_checks_what_the_question_gives_does_not_answer_it():

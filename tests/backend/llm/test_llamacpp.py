@@ -94,6 +94,18 @@ def test_choose_scores_options_by_their_token_log_probabilities(model):
     assert len(multi[0]) > 1 and all(t.logprob <= 0 for t in multi[0])
 
 
+def test_an_option_after_a_prefill_ending_in_a_space_starts_after_a_split_the_model_never_writes(model):
+    # Why the reader scores " yes" after "Answer:" (backend.reader.choose_option): after "Answer: " the
+    # prompt ends in a lone space token, and "yes" is scored after it, not as the " yes" the model writes.
+    question = [{"role": "user", "content": "Is the sky blue? Answer yes or no."}]
+    spaced_prompt = model.prompt_ids(question, "Answer: ")
+    assert model._detokenize(spaced_prompt[-1:]) == " "
+    joined = model.prompt_ids(question, "Answer:")
+    written = model.prompt_ids(question, "Answer: yes")
+    assert written[:len(joined)] == joined and model._detokenize(written[len(joined):]) == " yes"
+    assert written[:len(spaced_prompt)] != spaced_prompt  # "Answer: yes" does not continue "Answer: "
+
+
 def test_bad_calls_are_errors_that_say_what_to_do(model, tmp_path):
     with pytest.raises(LLMError, match="max_new_tokens"):
         model.generate(CHAT, max_new_tokens=0)
