@@ -611,7 +611,7 @@ class ExecutorSession(AnswerReading):
             yield from self.search(search.name, query)
             hop.answer = yield from self.read_answer(hop.question)
             hop.sentence = self._hop_sentence(hop, subjects)
-            if hop.stated:
+            if hop.stated or self._answered_on_its_page(hop):
                 break
         if search is None or not hop.queries:
             hop.answer = yield from self.read_answer(hop.question)
@@ -631,6 +631,13 @@ class ExecutorSession(AnswerReading):
         hop.sentence = "" if restates_its_subject(self.answer, question) else (self.answer_support(question) or "")
         hop.queries = self.queries()
         yield HopAnswered(self.run_id, turn=self.turn_count, **hop.to_dict())
+
+    def _answered_on_its_page(self, hop: Hop) -> bool:
+        """A yes/no hop read with a page naming what it asks about in view: no sentence states "no",
+        and a second search by its names ("Rubén Darío English") brought pages on the property
+        ("English literature") that turned a right "no" into "yes" (`train`)."""
+        return (hop.answer in ("yes", "no") and closed_options(hop.question) == ["yes", "no"]
+                and bool(passages_naming(self.passages, named_phrases(hop.question))))
 
     def _hop_sentence(self, hop: Hop, subjects: tuple[str, ...]) -> str:
         """The retrieved sentence that states the hop's answer, in a passage naming its subjects; ""
