@@ -23,6 +23,17 @@ def session(model, tools, **kwargs) -> ExecutorSession:
     return ExecutorSession(model, tools, RunMeter(), "run", **kwargs)
 
 
+def read(reader: ExecutorSession, question: str) -> tuple[list, str]:
+    """The events the reader yields for `question`, and the answer it returns."""
+    events = []
+    generator = reader.read_answer(question)
+    try:
+        while True:
+            events.append(next(generator))
+    except StopIteration as stop:
+        return events, stop.value
+
+
 def test_closed_questions_are_recognised_with_their_options():
     assert choice_options("Who is older, Annie Morton or Terry Richardson?") == ["Annie Morton", "Terry Richardson"]
     assert choice_options("Between Greyia and Calibanus, which genus has more species?") == ["Greyia", "Calibanus"]
@@ -85,13 +96,7 @@ def test_a_closed_question_is_chosen_among_its_options_as_written_after_the_answ
     model = Recording("executor", choices=["no"])
     reader = session(model, shared_tools, guided=True)
     reader.start(NATIONALITY, [])
-    events, answer = [], None
-    generator = reader.read_answer(NATIONALITY)
-    try:
-        while True:
-            events.append(next(generator))
-    except StopIteration as stop:
-        answer = stop.value
+    events, answer = read(reader, NATIONALITY)
     assert model.asked == ([" yes", " no"], "Answer:") and answer == "no"
     assert any(isinstance(e, Recovery) and "chose 'no' among ['yes', 'no']" in e.action for e in events)
 
@@ -162,13 +167,7 @@ def test_an_open_answer_that_is_what_the_question_names_is_read_again(scripted_m
     reader.passages = [{"title": "Damon Stoudamire", "source": "wiki:hotpotqa", "text": (
         "Damon Lamon Stoudamire (born September 3, 1973) is an American retired player. He is the cousin of former "
         "Arizona Wildcats standout Salim Stoudamire and current NBA player Terrence Jones.")}]
-    events, answer = [], None
-    generator = reader.read_answer(question)
-    try:
-        while True:
-            events.append(next(generator))
-    except StopIteration as stop:
-        answer = stop.value
+    events, answer = read(reader, question)
     assert answer == "Terrence Jones"
     again = [e for e in events if isinstance(e, Recovery) and "what the question names" in e.reason]
     assert len(again) == 1 and again[0].action == "read again: 'Terrence Jones'"
