@@ -18,9 +18,13 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+_DASHES = str.maketrans({dash: "-" for dash in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"})
+
+
 def answer_contains(answer: str, gold: str) -> bool:
-    """True when the normalised gold answer appears as whole words in the normalised answer."""
-    a, g = normalize_answer(answer), normalize_answer(gold)
+    """True when the normalised gold answer appears as whole words in the normalised answer. A dash
+    is a dash whatever its kind: "1844-1846" as a reader writes it is what "(1844–1846)" states."""
+    a, g = normalize_answer(answer.translate(_DASHES)), normalize_answer(gold.translate(_DASHES))
     if not a or not g:
         return False
     return a == g or re.search(rf"(^| ){re.escape(g)}( |$)", a) is not None

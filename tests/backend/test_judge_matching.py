@@ -16,6 +16,7 @@ def test_normalisation():
         ("Tulsan", "Tulsa", False),
         ("First for Women", "Arthur's Magazine", False),
         ("", "Tulsa", False),
+        ("Arthur's Magazine (1844\u20131846) was an American literary periodical", "1844-1846", True),  # an en dash
     ],
 )
 def test_answer_contains_gold_as_whole_words(answer, gold, expected):
