@@ -30,8 +30,8 @@ def choose_option(model: ChatModel, messages: list[dict], options: list[str], pr
     """The option the model scores highest after `prefill` ("Answer:"), each scored as the model would
     write it there, after a space. Scored after "Answer: " instead, an option began after a lone space
     token, a split the model never writes: every option scored near e^-7, and "yes" won whatever the
-    evidence said (on the 47 closed `train` questions, read from their gold pages: 30 right that way,
-    33 with the space; 5 right only with it, 2 only without)."""
+    evidence said (all 16 yes/no `train` questions were answered "yes"; docs/results.md, "Closed
+    questions")."""
     spaced = model.choose(messages, [f" {option}" for option in options], prefill=prefill)
     return Choice(label=spaced.label[1:], logprobs={option[1:]: score for option, score in spaced.logprobs.items()},
                   method=spaced.method)
