@@ -413,8 +413,9 @@ class EpisodeLoop:
         and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
         answering hop's (backend.hops.answering_hop: the last one built on an earlier answer, unless it is
         a side check); a yes/no question whose hops each ask yes or no is answered from them
-        (backend.hops.yes_no_answer); otherwise it is read for the question from every hop's results. A plan of one sub-question is researched by the Executor's own turns for the
-        question (ExecutorSession.research_as_question), with no replan."""
+        (backend.hops.yes_no_answer); otherwise it is read for the question from every hop's results.
+        A plan of one sub-question is researched by the Executor's own turns for the question
+        (ExecutorSession.research_as_question), with no replan."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
         if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1): its hops as written
             subquestions = list(episode.plan_steps)

@@ -23,7 +23,7 @@ from backend.prompts import executor as prompts
 from backend.prompts.manager import IMAGE_TEXT_SOURCE
 from backend.protocol import clean_query
 from backend.reader import AnswerReading
-from backend.hops import Hop, restates_its_subject
+from backend.hops import Hop, answered_yes_or_no, restates_its_subject
 from backend.image_gaps import gap_query
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
 from backend.tools.page_links import PageLink, base_name
@@ -636,8 +636,7 @@ class ExecutorSession(AnswerReading):
         """A yes/no hop read with a page naming what it asks about in view: no sentence states "no",
         and a second search by its names ("Rubén Darío English") brought pages on the property
         ("English literature") that turned a right "no" into "yes" (`train`)."""
-        return (hop.answer in ("yes", "no") and closed_options(hop.question) == ["yes", "no"]
-                and bool(passages_naming(self.passages, named_phrases(hop.question))))
+        return answered_yes_or_no(hop) and bool(passages_naming(self.passages, named_phrases(hop.question)))
 
     def _hop_sentence(self, hop: Hop, subjects: tuple[str, ...]) -> str:
         """The retrieved sentence that states the hop's answer, in a passage naming its subjects; ""

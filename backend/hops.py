@@ -293,7 +293,8 @@ def answering_hop(hops: list[Hop], question: str) -> Hop | None:
     return None
 
 
-def _answered_yes_or_no(hop: Hop) -> bool:
+def answered_yes_or_no(hop: Hop) -> bool:
+    """A hop asking yes or no of one thing, answered with one of them."""
     return closed_options(hop.question or hop.template) == ["yes", "no"] and hop.answer in ("yes", "no")
 
 
@@ -303,7 +304,7 @@ def yes_no_answer(hops: list[Hop], question: str) -> str | None:
     question or a hop is not yes/no (the question is then read over every hop's results). Each hop is
     read with one thing's page in front of the reader; read whole, the question was answered "yes"
     for a Nicaraguan poet and an English writer both being English."""
-    if len(hops) < 2 or closed_options(question) != ["yes", "no"] or not all(_answered_yes_or_no(h) for h in hops):
+    if len(hops) < 2 or closed_options(question) != ["yes", "no"] or not all(answered_yes_or_no(h) for h in hops):
         return None
     return "yes" if all(hop.answer == "yes" for hop in hops) else "no"
 
@@ -311,7 +312,7 @@ def yes_no_answer(hops: list[Hop], question: str) -> str | None:
 def weakest(hops: list[Hop]) -> Hop | None:
     """The first hop whose answer no retrieved sentence states (what a replan redoes), or None. A hop
     answered yes or no is none: no sentence states "no", and redoing it reads the same pages again."""
-    return next((hop for hop in hops if not hop.stated and not _answered_yes_or_no(hop)), None)
+    return next((hop for hop in hops if not hop.stated and not answered_yes_or_no(hop)), None)
 
 
 def readable_decomposition(hops) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ sys.path.insert(0, str(REPO))
 from app.research_tab import EXAMPLE_QUESTIONS  # noqa: E402
 from backend.answer_match import answer_contains  # noqa: E402
 from backend.config import load_config  # noqa: E402
+from benchmarks.login_flood_bench import free_port  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 QUESTION_FILES = ("data/hotpotqa/train.jsonl", "data/hotpotqa/dev.jsonl")
@@ -46,12 +46,6 @@ def dataset_answers() -> dict[str, str]:
                 record = json.loads(line)
                 answers[" ".join(record["question"].split())] = record["answer"]
     return answers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(url: str, server: subprocess.Popen, timeout: float) -> None:

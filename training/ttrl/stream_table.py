@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.eval.compare import plot_learning_curves
-from backend.eval.report import file_digest
+from backend.eval.report import file_digest, rows_in_scope
 from backend.eval.results import ResultsFile
 from backend.eval.significance import bootstrap_interval, mcnemar_exact
 
@@ -73,8 +73,7 @@ def _peak_gb(path: Path) -> float | None:
 
 
 def read_evaluation(folder: Path, label: str, limit: int | None = None) -> Variant:
-    rows = sorted(ResultsFile(folder / "rows.jsonl").read(), key=lambda row: row.index)
-    rows = [row for row in rows if limit is None or row.index < limit]
+    rows = rows_in_scope(ResultsFile(folder / "rows.jsonl").read(), limit)
     return Variant(label=label, correct={row.id: row.correct for row in rows},
                    seconds_per_signal=sum(row.wall_seconds for row in rows) / len(rows) if rows else None,
                    digest=_digest(folder / "rows.jsonl"))
