@@ -293,6 +293,50 @@ def answering_hop(hops: list[Hop], question: str) -> Hop | None:
     return None
 
 
+# "Are Chrysalis and Look both women's magazines?": the pair before "both", what is asked of it after.
+_PAIR_BOTH = re.compile(r"^\s*(?P<aux>is|are|was|were|do|does|did|has|have|had)\s+(?P<first>.+?)\s+and\s+(?P<second>.+?)"
+                        r"\s+both\s+(?P<asked>.+?)[\s?]*$", re.IGNORECASE)
+_SINGULAR = {"are": "is", "were": "was", "have": "has", "do": "does"}
+_FUNCTION_WORDS = frozenset("of in on at by for from with to or and as than been be being".split())
+
+
+def each_of_pair(question: str) -> list[str]:
+    """A yes/no question asked of two things at once, as one question about each ("Are Chrysalis and
+    Look both women's magazines?" -> "Is Chrysalis a women's magazine?", "Is Look a women's
+    magazine?"); [] when the question is not of that shape ("both" after the pair, each side a name):
+    with "both" before the pair, where the second name ends is a guess ("Are both Deerhunter and Nine
+    Lashes American Christian rock bands?"). On `train`, read whole with both pages in front of it,
+    the reader answered "no" for two magazines each called a magazine; asked of each, "yes"."""
+    match = _PAIR_BOTH.match(question)
+    if not match or closed_options(question) != ["yes", "no"]:
+        return []
+    names = [match.group("first").strip(), match.group("second").strip()]
+    if not all(_named(name) for name in names) or re.search(r",|\bor\b", match.group("asked")):
+        return []  # "..., or neither?" asks more than one thing of them
+    aux = match.group("aux")
+    singular = _SINGULAR.get(aux.lower(), aux.lower())
+    asked = _one_of(match.group("asked").rstrip(" ?-–—.,"))
+    return [f"{singular[:1].upper() + singular[1:]} {name} {asked}?" for name in names]
+
+
+def _named(phrase: str) -> bool:
+    """A name of at most eight words ("the Barton Mine", "Reader's Digest", "\"Poleconomy\"")."""
+    words = re.sub(r"^(?:the|a|an)\s+", "", phrase, flags=re.IGNORECASE).split()
+    return 0 < len(words) <= 8 and (words[0][:1].isupper() or words[0][:1] in "\"'“")
+
+
+def _one_of(asked: str) -> str:
+    """What is asked of two things, asked of one: a plural noun phrase ("tennis players") as one ("a
+    tennis player"); anything else ("English", "been members of a girl group") as written."""
+    words = asked.split()
+    last = words[-1] if words else ""
+    if (not last.islower() or not last.endswith("s") or last.endswith(("ss", "us", "is", "'s", "’s"))
+            or any(word.lower() in _FUNCTION_WORDS for word in words)):
+        return asked
+    phrase = " ".join(words[:-1] + [last[:-3] + "y" if last.endswith("ies") else last[:-1]])
+    return ("an " if phrase[:1].lower() in "aeiou" else "a ") + phrase
+
+
 def answered_yes_or_no(hop: Hop) -> bool:
     """A hop asking yes or no of one thing, answered with one of them."""
     return closed_options(hop.question or hop.template) == ["yes", "no"] and hop.answer in ("yes", "no")

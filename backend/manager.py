@@ -99,7 +99,8 @@ def workflow_record(*, steps: list, passages: list[dict], question: str, support
     return {
         "searches": [{**s, "titles": s["titles"][:5]} for s in distinct_searches(steps)],
         "support_title": support.split(":", 1)[0].strip() if support else None,
-        "gold_retrieved": bool(stating_sentence(ground_truth, question, passages)) if ground_truth else None,
+        "gold_retrieved": (bool(stating_sentence(ground_truth, question, passages))
+                           if ground_truth and not closed_options(question) else None),
     }
 
 
@@ -122,7 +123,10 @@ def workflow_summary(*, question: str, steps: list, passages: list[dict], answer
         parts.append(f"Answered '{answer}': correct (verified).")
     else:
         why = ""
-        if ground_truth:
+        if ground_truth and closed_options(question):
+            # The question names its answers: no passage "states" one, so where it stood says nothing.
+            why = f" The right answer, of those the question allows, was '{ground_truth}'."
+        elif ground_truth:
             where = stating_sentence(ground_truth, question, passages)
             why = (f" The right answer '{ground_truth}' was in a retrieved passage ({where.split(':', 1)[0]}) "
                    "but was not read from it." if where else

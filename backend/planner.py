@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from backend.hops import parse_subquestions, sensible
+from backend.hops import each_of_pair, parse_subquestions, sensible
 from backend.llm.base import ChatModel, Completion
 from backend.prompts import planner as prompts
 from backend.prompts.planner import PLAN_PREFILL, REPLAN_WHEN
@@ -142,6 +142,9 @@ class Planner:
         if not subquestions:
             note = "no sub-question could be read; researching the question as one hop"
             subquestions, recovered = [question], f"{recovered}; {note}" if recovered else note
+        if subquestions == [question] and (each := each_of_pair(question)):
+            note = "a yes/no question about two things: asked of each"
+            subquestions, recovered = each, f"{recovered}; {note}" if recovered else note
         return Blueprint(text=text.strip(), steps=subquestions, completion=completion, recovered=recovered)
 
     def reflect(self, question: str, answer: str, trace_text: str, support: str | None = None) -> Reflection:

@@ -11,7 +11,7 @@ from app.render_html import transcript_of
 from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, ReflectionDecided
-from backend.hops import Hop, answering_hop, fill, parse_subquestions, weakest, worked_examples, yes_no_answer
+from backend.hops import Hop, answering_hop, each_of_pair, fill, parse_subquestions, weakest, worked_examples, yes_no_answer
 from backend.prompts.executor import question_turn
 from backend.prompts.planner import decompose_messages, worked_examples_text
 from backend.replay import replay
@@ -135,6 +135,35 @@ def test_a_yes_no_question_is_answered_from_hops_that_each_ask_yes_or_no(ask):
     assert not any(isinstance(e, ReflectionDecided) and e.replan for e in events)  # no sentence states "no": nothing to redo
     asked = [m[-1]["content"] for m in ask.models["executor"].prompts]
     assert not any(question in text.split("\n")[-1] or f"Question: {question}" in text for text in asked)  # never read whole
+
+
+def test_a_yes_no_question_about_two_things_is_asked_of_each_when_the_planner_writes_no_such_hops(ask):
+    question = "Were H. G. Wells and Rubén Darío both English?"
+    events = ask(question, ["1. Were H. G. Wells and Rubén Darío both English?"], [], ground_truth="no", choices=["yes", "no"])
+    plan = next(e for e in events if isinstance(e, PlanReady))
+    assert plan.steps == ["Was H. G. Wells English?", "Was Rubén Darío English?"]
+    assert plan.recovered.endswith("a yes/no question about two things: asked of each")
+    hops = [e for e in events if isinstance(e, HopAnswered)]
+    assert [(h.question, h.answer) for h in hops] == [("Was H. G. Wells English?", "yes"), ("Was Rubén Darío English?", "no")]
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "no"
+
+
+def test_what_is_asked_of_two_things_is_asked_of_one():
+    assert each_of_pair("Are  Chrysalis and Look both women's magazines?") == [
+        "Is Chrysalis a women's magazine?", "Is Look a women's magazine?"]
+    assert each_of_pair("Were Daniel Mann and Todd Solondz both directors?") == [
+        "Was Daniel Mann a director?", "Was Todd Solondz a director?"]
+    assert each_of_pair("Are Apple and Orange both American companies?") == [
+        "Is Apple an American company?", "Is Orange an American company?"]
+    assert each_of_pair("Have Tionne Watkins and Park So-yeon both been members of a girl group?") == [
+        "Has Tionne Watkins been members of a girl group?", "Has Park So-yeon been members of a girl group?"]
+    assert each_of_pair("Are Ana Kasparian and Katherine Sarafian both Armenian-") == [
+        "Is Ana Kasparian Armenian?", "Is Katherine Sarafian Armenian?"]
+    # where the second name ends is a guess; a choice between the two; an open question; no names
+    assert each_of_pair("Are both Deerhunter and Nine Lashes American Christian rock bands?") == []
+    assert each_of_pair("Were H. G. Wells and Rubén Darío both English, or neither?") == []
+    assert each_of_pair("Who were H. G. Wells and Rubén Darío both influenced by?") == []
+    assert each_of_pair("Are cats and dogs both mammals?") == []
 
 
 def test_only_yes_no_hops_answer_a_yes_no_question():

@@ -8,7 +8,7 @@ import pytest
 from backend.evidence import citations
 from backend.executor import Step
 from backend.judge import CORRECT, INCORRECT, NOT_ATTEMPTED, UNSURE, Judge, answer_problem
-from backend.manager import clean_plan_steps, type_by_wording, workflow_summary
+from backend.manager import clean_plan_steps, type_by_wording, workflow_record, workflow_summary
 
 FYRE = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
 PASSAGES = [
@@ -92,6 +92,22 @@ def test_a_workflow_summary_says_what_was_searched_found_and_why_it_failed():
     unverified = workflow_summary(question=FYRE, steps=[search], passages=PASSAGES, answer="Lisbon",
                                   verdict=CORRECT, verified=False)
     assert "the Judge, without ground truth, said correct (unverified)" in unverified
+
+
+def test_a_closed_question_missed_is_not_said_to_have_missed_a_passage_stating_its_answer():
+    """A yes/no answer, or an option the question names, is stated by no passage: a lesson saying the
+    searches missed it sends the next Planner searching for what was in front of the reader."""
+    question = "Are Out Traveler and Reader's Digest both magazines?"
+    search = Step(turn=1, tool="search", arguments={"query_list": ["Out Traveler"]}, ok=True, titles=["Out Traveler"])
+    passages = [{"title": "Out Traveler", "text": "Out Traveler is a gay and lesbian travel magazine."}]
+    summary = workflow_summary(question=question, steps=[search], passages=passages, answer="no",
+                               verdict=INCORRECT, verified=True, ground_truth="yes")
+    assert "The right answer, of those the question allows, was 'yes'." in summary
+    assert "retrieved passage" not in summary
+    assert workflow_record(question=question, steps=[search], passages=passages, support=None,
+                         ground_truth="yes")["gold_retrieved"] is None
+    assert workflow_record(question=FYRE, steps=[search], passages=PASSAGES, support=None,
+                         ground_truth="Great Exuma")["gold_retrieved"] is True
 
 
 def test_a_stored_plan_holds_each_step_once_and_never_the_answer():
