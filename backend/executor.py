@@ -71,6 +71,7 @@ class ExecutorSession(AnswerReading):
         read_by_quote: bool = False,
         quote_check: str = "off",
         follow_links: bool = False,
+        says_a_place: bool = True,
     ) -> None:
         self.model, self.tools, self.meter, self.run_id = model, tools, meter, run_id
         self.max_new_tokens = max_new_tokens
@@ -80,6 +81,7 @@ class ExecutorSession(AnswerReading):
         self.read_by_quote = read_by_quote  # a larger model copies the answer's sentence before a final open answer
         self.quote_check = quote_check  # what becomes of a quote no retrieved sentence holds (AnswerReading)
         self.follow_links = follow_links  # a guided turn searches the page the results name that an open question needs next
+        self.says_a_place = says_a_place  # a final read of a "where" question is told the answer is a place (AnswerReading)
         self.links_followed: list[str] = []
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []

@@ -10,7 +10,8 @@ Variants: `facts` (a two-option question's facts are copied first, a comparison 
 is decided from them), `plain` (the choice straight from the results), `quote` (`facts`, and an open
 question's answer read after copying the sentence that states it: the app's default), and
 `quote-plain` / `quote-nearest` (a quote no retrieved sentence holds is dropped, or replaced by the
-retrieved sentence nearest to it: agent.quote_check). All variants read the same searched
+retrieved sentence nearest to it: agent.quote_check), `quote-no-place` (`quote` without telling a
+"where" question's reader that the answer is a place; `--asking place` keeps only those questions). All variants read the same searched
 conversation, so the rows are paired. Tune on `train`; never on `dev`.
 Prints one table (exact match, containment either way as whole words, seconds per question) per variant; the
 variants share the model's prompt cache, so only the first one listed pays for the searched conversation.
@@ -33,21 +34,23 @@ from backend.eval.losses import record_supporting_titles  # noqa: E402
 from backend.eval.metrics import exact_match  # noqa: E402
 from backend.evidence import closed_options  # noqa: E402
 from backend.executor import ExecutorSession  # noqa: E402
+from backend.hops import asked_kind  # noqa: E402
 from backend.metering import RunMeter  # noqa: E402
 from backend.runtime import make_chat_model  # noqa: E402
 from backend.tools import build_tools  # noqa: E402
 
-VARIANTS = {  # (compare_by_facts, read_by_quote, quote_check)
-    "facts": (True, False, "off"), "plain": (False, False, "off"), "quote": (True, True, "off"),
-    "quote-plain": (True, True, "plain"), "quote-nearest": (True, True, "nearest"),
+VARIANTS = {  # (compare_by_facts, read_by_quote, quote_check, says_a_place)
+    "facts": (True, False, "off", True), "plain": (False, False, "off", True), "quote": (True, True, "off", True),
+    "quote-plain": (True, True, "plain", True), "quote-nearest": (True, True, "nearest", True),
+    "quote-no-place": (True, True, "off", False),
 }
 
 
 def read(model, tools, record: dict, variant: tuple[bool, bool, str]) -> dict:
     question = record["question"]
-    compare_by_facts, read_by_quote, quote_check = variant
-    session = ExecutorSession(model, tools, RunMeter(), "reader-bench", guided=True,
-                              compare_by_facts=compare_by_facts, read_by_quote=read_by_quote, quote_check=quote_check)
+    compare_by_facts, read_by_quote, quote_check, says_a_place = variant
+    session = ExecutorSession(model, tools, RunMeter(), "reader-bench", guided=True, compare_by_facts=compare_by_facts,
+                              read_by_quote=read_by_quote, quote_check=quote_check, says_a_place=says_a_place)
     session.start(question, [])
     for title in record_supporting_titles(record):
         for _ in session.search("search", title):
@@ -76,6 +79,8 @@ def main() -> None:
     parser.add_argument("--offset", type=int, default=0)
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--variants", default="facts,plain", help="comma-separated: " + ", ".join(VARIANTS))
+    parser.add_argument("--asking", choices=("any", "place"), default="any",
+                        help="place: only questions asking where (backend.hops.asked_kind)")
     parser.add_argument("--rows", type=Path, help="write every answer as JSON lines here")
     args = parser.parse_args()
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -86,6 +91,8 @@ def main() -> None:
         print("note: reading dev questions; tune on train only", file=sys.stderr)
     records = [json.loads(line) for line in Path(args.data).read_text(encoding="utf-8").splitlines() if line.strip()]
     records = [r for r in records if args.type == "all" or r.get("type") == args.type][args.offset:args.offset + args.limit]
+    if args.asking == "place":
+        records = [r for r in records if asked_kind(r["question"]) == ("<place>",)]
 
     config = load_config()
     model = make_chat_model(config, "executor")

@@ -48,6 +48,9 @@ OPTION_FACT_LINE = "{option}: {fact}"
 QUOTE_ASK = ("Question: {question}\nCopy the sentence from the {source} that states the answer, "
              "then give the answer in a few words.")
 QUOTE_PREFILL = "Sentence:"
+# Said when an open question asks where: a small model answers with the thing the question is about
+# ("Greenland shark", "State Capitol") rather than its place (backend.reader).
+A_PLACE = " The answer is a place."
 # Said when an open answer read is what the question itself names (its subject, not its answer).
 NOT_THE_ANSWER = "\nThe question itself names {answer}: the answer is something else the results state."
 

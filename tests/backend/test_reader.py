@@ -185,3 +185,22 @@ def test_an_open_answer_that_is_what_the_question_names_is_read_again(scripted_m
     except StopIteration as stop:
         assert stop.value == "Terrence Jones"
     assert len(model.prompts) == 2
+
+
+def test_a_final_read_of_a_where_question_is_told_the_answer_is_a_place(scripted_model_class, shared_tools):
+    where = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
+    model = scripted_model_class("executor", ["Great Exuma"] * 4)
+
+    def prompt_read(question: str, *, draft: bool = False, **kwargs) -> str:
+        reader = session(model, {"search": shared_tools["search"]}, **kwargs)
+        reader.start(question, [])
+        for _ in reader.search("search", "Fyre Festival"):
+            pass
+        for _ in reader.read_answer(question, draft=draft):
+            pass
+        return model.prompts[-1][-1]["content"]
+
+    assert prompt_read(where).endswith("The answer is a place.")
+    assert "a place" not in prompt_read("Which festival was Billy McFarland charged with wire fraud for?")
+    assert "a place" not in prompt_read(where, says_a_place=False)
+    assert "a place" not in prompt_read(where, draft=True)  # a draft decides whether the search goes on
