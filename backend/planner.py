@@ -143,7 +143,7 @@ class Planner:
             note = "no sub-question could be read; researching the question as one hop"
             subquestions, recovered = [question], f"{recovered}; {note}" if recovered else note
         if subquestions == [question] and (each := each_of_pair(question)):
-            note = "a yes/no question about two things: asked of each"
+            note = "but a yes/no question about two things is asked of each instead"
             subquestions, recovered = each, f"{recovered}; {note}" if recovered else note
         return Blueprint(text=text.strip(), steps=subquestions, completion=completion, recovered=recovered)
 
