@@ -11,8 +11,9 @@ is decided from them), `plain` (the choice straight from the results), `quote` (
 question's answer read after copying the sentence that states it: the app's default), and
 `quote-plain` / `quote-nearest` (a quote no retrieved sentence holds is dropped, or replaced by the
 retrieved sentence nearest to it: agent.quote_check), `quote-no-place` (`quote` without telling a
-"where" question's reader that the answer is a place; `--asking place` keeps only those questions). All variants read the same searched
-conversation, so the rows are paired. Tune on `train`; never on `dev`.
+"where" question's reader that the answer is a place; `--asking place` keeps only those questions).
+All variants read the same searched conversation, so the rows are paired. Tune on `train`; never on
+`dev`.
 Prints one table (exact match, containment either way as whole words, seconds per question) per variant; the
 variants share the model's prompt cache, so only the first one listed pays for the searched conversation.
 """
@@ -46,7 +47,7 @@ VARIANTS = {  # (compare_by_facts, read_by_quote, quote_check, says_a_place)
 }
 
 
-def read(model, tools, record: dict, variant: tuple[bool, bool, str]) -> dict:
+def read(model, tools, record: dict, variant: tuple[bool, bool, str, bool]) -> dict:
     question = record["question"]
     compare_by_facts, read_by_quote, quote_check, says_a_place = variant
     session = ExecutorSession(model, tools, RunMeter(), "reader-bench", guided=True, compare_by_facts=compare_by_facts,
