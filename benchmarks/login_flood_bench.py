@@ -55,9 +55,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_until_up(url: str, deadline_s: float = 120.0) -> None:
+def wait_until_up(url: str, server: subprocess.Popen, deadline_s: float = 120.0) -> None:
+    """Until the app `server` runs answers at `url`; a server that exits first ends the benchmark."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the benchmark's server exited with code {server.returncode} before serving")
         try:
             httpx.get(f"{url}/config", timeout=2)
             return
@@ -81,7 +84,7 @@ def measure(mode: str, flooders: int, attempts: int, requests: int) -> list[list
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "GRADIO_TEMP_DIR": tempfile.mkdtemp(prefix="mia-flood-")}
     server = subprocess.Popen([sys.executable, __file__, "--serve", mode, str(port)], cwd=REPO, env=env)
     try:
-        wait_until_up(url)
+        wait_until_up(url, server)
         with httpx.Client(base_url=url, timeout=120) as user:
             assert user.post("/login", data={"username": USER, "password": PASSWORD}).status_code == 200
             latencies(user, lambda: True, 20)  # warm-up

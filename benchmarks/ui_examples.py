@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +29,7 @@ sys.path.insert(0, str(REPO))
 from app.research_tab import EXAMPLE_QUESTIONS  # noqa: E402
 from backend.answer_match import answer_contains  # noqa: E402
 from backend.config import load_config  # noqa: E402
-from benchmarks.login_flood_bench import free_port  # noqa: E402
+from benchmarks.login_flood_bench import free_port, wait_until_up  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 QUESTION_FILES = ("data/hotpotqa/train.jsonl", "data/hotpotqa/dev.jsonl")
@@ -46,19 +45,6 @@ def dataset_answers() -> dict[str, str]:
                 record = json.loads(line)
                 answers[" ".join(record["question"].split())] = record["answer"]
     return answers
-
-
-def wait_for(url: str, server: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the app exited with code {server.returncode} before serving; see its log")
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except OSError:
-            time.sleep(1)
-    raise SystemExit(f"the app did not answer at {url} within {timeout:.0f} s")
 
 
 def ask(page, question: str, timeout_s: float) -> dict:
@@ -99,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             server = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port)], cwd=REPO, env=env,
                                       stdout=log, stderr=subprocess.STDOUT)
         try:
-            url = f"http://127.0.0.1:{port}/"
-            wait_for(url, server, timeout=600)
+            url = f"http://127.0.0.1:{port}"
+            wait_until_up(url, server, deadline_s=600)  # the models load first
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport={"width": 1280, "height": 1000})

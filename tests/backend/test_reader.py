@@ -23,10 +23,10 @@ def session(model, tools, **kwargs) -> ExecutorSession:
     return ExecutorSession(model, tools, RunMeter(), "run", **kwargs)
 
 
-def read(reader: ExecutorSession, question: str) -> tuple[list, str]:
+def read(reader: ExecutorSession, question: str, *, draft: bool = False) -> tuple[list, str]:
     """The events the reader yields for `question`, and the answer it returns."""
     events = []
-    generator = reader.read_answer(question)
+    generator = reader.read_answer(question, draft=draft)
     try:
         while True:
             events.append(next(generator))
@@ -196,8 +196,7 @@ def test_a_final_read_of_a_where_question_is_told_the_answer_is_a_place(scripted
         reader.start(question, [])
         for _ in reader.search("search", "Fyre Festival"):
             pass
-        for _ in reader.read_answer(question, draft=draft):
-            pass
+        read(reader, question, draft=draft)
         return model.prompts[-1][-1]["content"]
 
     assert prompt_read(where).endswith("The answer is a place.")
