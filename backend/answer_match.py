@@ -30,6 +30,23 @@ def answer_contains(answer: str, gold: str) -> bool:
     return a == g or re.search(rf"(^| ){re.escape(g)}( |$)", a) is not None
 
 
+_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                 "sixteen seventeen eighteen nineteen twenty").split()
+_NUMBER_WORD = re.compile(rf"\b({'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
+
+
+def with_numerals(text: str) -> str:
+    """Number words up to twenty written as digits ("five months" -> "5 months")."""
+    return _NUMBER_WORD.sub(lambda m: str(_NUMBER_WORDS.index(m.group(1).lower())), text)
+
+
+def same_answer_contained(answer: str, gold: str) -> bool:
+    """`answer_contains`, whether a number is written as a word or in digits ("1" for "one"): what a
+    grader means by the answer holding the gold one. Kept apart from `answer_contains`, which also
+    checks where a retrieved sentence states an answer: there "one" is as often no number at all."""
+    return answer_contains(answer, gold) or answer_contains(with_numerals(answer), with_numerals(gold))
+
+
 def _words(text: str) -> set[str]:
     """Normalised words, each also without a plural or possessive "s" ("Rockefeller's" meets "Rockefeller")."""
     words = set(normalize_answer(text).split())

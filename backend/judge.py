@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from backend.answer_match import answer_contains, normalize_answer, shares_a_word  # noqa: F401  (re-exported)
+from backend.answer_match import answer_contains, normalize_answer, same_answer_contained, shares_a_word  # noqa: F401  (re-exported)
 from backend.evidence import closed_options, select_evidence, stating_sentence
 from backend.llm.base import ChatModel
 from backend.prompts import judge as prompts
@@ -128,7 +128,7 @@ class Judge:
         closed = self._grade_closed(question, answer, ground_truth)
         if closed is not None:
             return closed
-        if answer_contains(answer, ground_truth) and not negates(answer):
+        if same_answer_contained(answer, ground_truth) and not negates(answer):
             return Verdict(CORRECT, "exact-match")
         if self.require_overlap and not shares_a_word(answer, ground_truth):
             return Verdict(INCORRECT, "no-overlap", ["the answer shares no word with the gold answer"])

@@ -53,3 +53,22 @@ def test_the_gold_answer_itself_is_correct_even_where_it_looks_cut_off():
     assert verdict.label == CORRECT and verdict.method == "exact-match"
     assert judge.grade(question, "Troms county,", "Finnmark county,").label == NOT_ATTEMPTED  # still cut off
     assert judge.grade(question, "", "").label == NOT_ATTEMPTED
+
+
+def test_a_number_in_digits_is_the_same_answer_as_its_word():
+    from backend.judge import CORRECT, Judge
+
+    judge = Judge(_NoGrader())  # decided by matching: the grader model is never asked
+    question = "Jamie Campbell Bower was a cast member of the TNT show that was canceled after how many seasons?"
+    verdict = judge.grade(question, "1", "one")  # the reader's answer on `train`, graded wrong by the model
+    assert verdict.label == CORRECT and verdict.method == "exact-match"
+    assert judge.grade("How long did the strike last?", "It lasted five months", "5 months").label == CORRECT
+    assert answer_contains("1", "one") is False  # where a sentence states an answer, words stay words
+
+
+def test_a_different_number_is_still_asked_of_the_grader():
+    from backend.judge import Judge
+
+    judge = Judge(_NoGrader())
+    with pytest.raises(AssertionError, match="must not ask the grader"):
+        judge.grade("How many seasons did the show run?", "2", "one")
