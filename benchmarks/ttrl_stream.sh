@@ -6,15 +6,20 @@
 # questions (grpo, rft) or never (none). The answers reported for a batch come before its update.
 # Paired rows: `none` and one-rollout `mia` from the evaluation harness on the same questions.
 # Every stage resumes: run the script again and reported questions are skipped. One job at a time.
+# In rounds (ROUNDS, e.g. "24 48 ... 150"): every stream and evaluation reaches a round's N before any goes
+# further, and each round ends with the table at that N, so a run stopped anywhere leaves paired rows.
 # Usage: bash benchmarks/ttrl_stream.sh [OUT]   (default .mia/ttrl-stream, not kept in git)
-# Environment: N (150), K (4), B (4), SELECTION (memory | majority), DATA (data/hotpotqa/dev.jsonl),
+# Environment: N (150), ROUNDS (default: N, one round), K (4), B (4), SELECTION (memory | majority),
+#   DATA (data/hotpotqa/dev.jsonl),
 #   SAMPLER (auto | transformers | llamacpp: where rollouts are sampled, ttrl.sampler), VARIANTS (the streams,
-#   default "none grpo rft"), EVALS (the paired evaluations, default "none mia"). Seconds per signal and
+#   default "none grpo rft"), EVALS (the paired evaluations, default "none mia"), PAIRED (folders of
+#   evaluations already run on the same questions in the same order, e.g. the 300-question table's, paired
+#   instead of running EVALS: give EVALS= with it). Seconds per signal and
 #   per update, and the machine's load (load.log), land in the table; e.g. the sampler's speed alone:
 #   SAMPLER=llamacpp N=8 DATA=data/hotpotqa/train.jsonl VARIANTS=grpo EVALS= bash benchmarks/ttrl_stream.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
-N="${N:-150}"; K="${K:-4}"; B="${B:-4}"; SELECTION="${SELECTION:-memory}"
+N="${N:-150}"; ROUNDS="${ROUNDS:-$N}"; K="${K:-4}"; B="${B:-4}"; SELECTION="${SELECTION:-memory}"
 DATA="${DATA:-data/hotpotqa/dev.jsonl}"
 SAMPLER="${SAMPLER:-auto}"
 VARIANTS="${VARIANTS-none grpo rft}"; EVALS="${EVALS-none mia}"
@@ -25,32 +30,36 @@ export OMP_WAIT_POLICY=PASSIVE
 source benchmarks/common.sh
 sample_load "$OUT/load.log"
 
-stream() {  # stream VARIANT: its own memory and learning folder; the app's models and index are shared
+stream() {  # stream VARIANT LIMIT: its own memory and learning folder; the app's models and index are shared
   local folder="$OUT/k$K-$1"
   mkdir -p "$folder"
   ln -sfn "$APP_DATA/models" "$folder/models"
   ln -sfn "$APP_DATA/index" "$folder/index"
-  echo "$(date -u +%FT%TZ) k$K-$1" >> "$OUT/progress.log"
+  echo "$(date -u +%FT%TZ) k$K-$1 -> $2" >> "$OUT/progress.log"
   MIA_TTRL_LEARNER="$1" MIA_TTRL_SELECTION="$SELECTION" MIA_TTRL_ROLLOUTS_PER_SIGNAL="$K" MIA_TTRL_SAMPLER="$SAMPLER" \
   MIA_TTRL_SIGNALS_PER_UPDATE="$B" MIA_TTRL_ROLLOUTS_PER_HOUR=1000000 \
     /usr/bin/time -a -o "$folder/peak_rss_kb.txt" -f "%M" \
-    .venv/bin/python -m training ttrl --data "$DATA" --limit "$N" --namespace stream --data-dir "$folder" \
+    .venv/bin/python -m training ttrl --data "$DATA" --limit "$2" --namespace stream --data-dir "$folder" \
       >> "$folder.log" 2>&1 || { echo "$(date -u +%FT%TZ) k$K-$1 failed, see $folder.log" >> "$OUT/progress.log"; exit 1; }
 }
 
-evaluate() {  # evaluate METHOD
-  echo "$(date -u +%FT%TZ) $1" >> "$OUT/progress.log"
-  .venv/bin/python -m backend.eval --method "$1" --data "$DATA" --limit "$N" --no-progress --out "$OUT/$1" \
+evaluate() {  # evaluate METHOD LIMIT
+  echo "$(date -u +%FT%TZ) $1 -> $2" >> "$OUT/progress.log"
+  .venv/bin/python -m backend.eval --method "$1" --data "$DATA" --limit "$2" --no-progress --out "$OUT/$1" \
       ${ACCEPT_CODE_CHANGE:+--accept-code-change} >> "$OUT/$1.log" 2>&1 \
     || { echo "$(date -u +%FT%TZ) $1 failed, see $OUT/$1.log" >> "$OUT/progress.log"; exit 1; }
 }
 
-for variant in $VARIANTS; do stream "$variant"; done
-for method in $EVALS; do evaluate "$method"; done
-folders=()
-for name in $EVALS; do folders+=("$OUT/$name"); done
-for variant in $VARIANTS; do folders+=("$OUT/k$K-$variant"); done
 reference="k$K-none"
-case " $VARIANTS " in *" none "*) ;; *) reference="$(basename "${folders[0]}")" ;; esac
-.venv/bin/python -m training.ttrl.stream_table "${folders[@]}" --reference "$reference" --out "$OUT/table"
-echo "$(date -u +%FT%TZ) done: $OUT/table/stream.md" >> "$OUT/progress.log"
+case " $VARIANTS " in *" none "*) ;; *) reference="" ;; esac
+for n in $ROUNDS; do
+  for variant in $VARIANTS; do stream "$variant" "$n"; done
+  for method in $EVALS; do evaluate "$method" "$n"; done
+  folders=()
+  for name in $EVALS; do folders+=("$OUT/$name"); done
+  for folder in ${PAIRED:-}; do folders+=("$folder"); done
+  for variant in $VARIANTS; do folders+=("$OUT/k$K-$variant"); done
+  .venv/bin/python -m training.ttrl.stream_table "${folders[@]}" --reference "${reference:-$(basename "${folders[0]}")}" \
+      --limit "$n" --out "$OUT/table-$n"
+  echo "$(date -u +%FT%TZ) round $n done: $OUT/table-$n/stream.md" >> "$OUT/progress.log"
+done
