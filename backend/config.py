@@ -248,6 +248,10 @@ class LearningConfig:
     # llama.cpp Planner with the version's adapter, ~15 tokens/s; the trained copy only scores them);
     # "auto": llamacpp where the Planner runs on llama.cpp, the trained copy otherwise.
     sampler: str = "auto"
+    # A file of the frozen Executor's greedy answers that other learners of the same model share
+    # (backend.llm.memo.CallFile): the stream benchmark's variants ask the same questions, and where one's
+    # Planner plans a question as another's did, its Executor's turns are read, not computed. "" = none.
+    shared_executor_calls: str = ""
 
 
 @dataclass(frozen=True)

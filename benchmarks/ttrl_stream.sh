@@ -14,7 +14,10 @@
 #   SAMPLER (auto | transformers | llamacpp: where rollouts are sampled, ttrl.sampler), VARIANTS (the streams,
 #   default "none grpo rft"), EVALS (the paired evaluations, default "none mia"), PAIRED (folders of
 #   evaluations already run on the same questions in the same order, e.g. the 300-question table's, paired
-#   instead of running EVALS: give EVALS= with it). Seconds per signal and
+#   instead of running EVALS: give EVALS= with it), SHARE (1: the variants share the frozen Executor's
+#   greedy turns, ttrl.shared_executor_calls, so a variant planning a question as an earlier one did reads
+#   its turns: the first variant's seconds per signal are the learner's own, the later ones' less; 0: off).
+#   Seconds per signal and
 #   per update, and the machine's load (load.log), land in the table; e.g. the sampler's speed alone:
 #   SAMPLER=llamacpp N=8 DATA=data/hotpotqa/train.jsonl VARIANTS=grpo EVALS= bash benchmarks/ttrl_stream.sh
 set -uo pipefail
@@ -22,7 +25,7 @@ cd "$(dirname "$0")/.."
 N="${N:-150}"; ROUNDS="${ROUNDS:-$N}"; K="${K:-4}"; B="${B:-4}"; SELECTION="${SELECTION:-memory}"
 DATA="${DATA:-data/hotpotqa/dev.jsonl}"
 SAMPLER="${SAMPLER:-auto}"
-VARIANTS="${VARIANTS-none grpo rft}"; EVALS="${EVALS-none mia}"
+VARIANTS="${VARIANTS-none grpo rft}"; EVALS="${EVALS-none mia}"; SHARE="${SHARE:-1}"
 OUT="${1:-.mia/ttrl-stream}/$(basename "$DATA" .jsonl)-$N-$SAMPLER"
 APP_DATA="$(.venv/bin/python -c 'from backend.config import load_config; print(load_config().data_dir)')"
 mkdir -p "$OUT"
@@ -38,6 +41,7 @@ stream() {  # stream VARIANT LIMIT: its own memory and learning folder; the app'
   echo "$(date -u +%FT%TZ) k$K-$1 -> $2" >> "$OUT/progress.log"
   MIA_TTRL_LEARNER="$1" MIA_TTRL_SELECTION="$SELECTION" MIA_TTRL_ROLLOUTS_PER_SIGNAL="$K" MIA_TTRL_SAMPLER="$SAMPLER" \
   MIA_TTRL_SIGNALS_PER_UPDATE="$B" MIA_TTRL_ROLLOUTS_PER_HOUR=1000000 \
+  MIA_TTRL_SHARED_EXECUTOR_CALLS="$([ "$SHARE" = 1 ] && echo "$OUT/executor-calls.jsonl")" \
     /usr/bin/time -a -o "$folder/peak_rss_kb.txt" -f "%M" \
     .venv/bin/python -m training ttrl --data "$DATA" --limit "$2" --namespace stream --data-dir "$folder" \
       >> "$folder.log" 2>&1 || { echo "$(date -u +%FT%TZ) k$K-$1 failed, see $folder.log" >> "$OUT/progress.log"; exit 1; }

@@ -6,27 +6,87 @@ every such rollout asks the same first turns), the greedy answer is the same, an
 costs seconds of a 2-core CPU for nothing. The canary is the same case across versions: a version that
 plans a canary question as its parent did sends the Executor its parent's prompts. Sampled calls
 (temperature > 0) are always made.
+
+`CallFile` keeps such answers on disk for other learners of the same frozen model: the stream
+benchmark's variants (no learning, GRPO, RFT) ask the same questions in the same order, and where a
+variant's Planner plans a question as another's did, its Executor asks what the other's already asked.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
+from pathlib import Path
 
-from backend.llm.base import ChatModel, Choice, Completion
+from backend.llm.base import ChatModel, Choice, Completion, TokenLogprob
+
+
+class CallFile:
+    """Greedy answers of one model kept in an append-only JSONL file, keyed by the call (hashed) and the
+    model's name, so that another process asking the same of the same model reads the answer instead.
+    A half-written last line (a process stopped mid-write) is ignored."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._answers: dict[str, Completion | Choice] = {}
+        text = self.path.read_text(encoding="utf-8") if self.path.is_file() else ""
+        self._ends_mid_line = bool(text) and not text.endswith("\n")  # the next answer starts a line of its own
+        if text:
+            for line in text.splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                self._answers[row["key"]] = _answer_from(row)
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    @staticmethod
+    def key(model_name: str, call_key: str) -> str:
+        return hashlib.sha256(f"{model_name}\n{call_key}".encode()).hexdigest()
+
+    def get(self, key: str) -> Completion | Choice | None:
+        return self._answers.get(key)
+
+    def put(self, key: str, answer: Completion | Choice) -> None:
+        if key in self._answers:
+            return
+        self._answers[key] = answer
+        row = {"key": key, "kind": "choice" if isinstance(answer, Choice) else "completion", **asdict(answer)}
+        with self.path.open("a", encoding="utf-8") as file:
+            file.write(("\n" if self._ends_mid_line else "") + json.dumps(row, ensure_ascii=False) + "\n")
+            self._ends_mid_line = False
+            file.flush()
+            os.fsync(file.fileno())
+
+
+def _answer_from(row: dict) -> Completion | Choice:
+    fields = {k: v for k, v in row.items() if k not in ("key", "kind")}
+    if row["kind"] == "choice":
+        return Choice(**fields)
+    logprobs = fields.pop("logprobs", None)
+    tokens = [TokenLogprob(t["token"], t["logprob"], [tuple(pair) for pair in t["top"]]) for t in logprobs] \
+        if logprobs is not None else None
+    return Completion(**fields, logprobs=tokens)
 
 
 class RepeatedCalls:
     """Wraps `model`; every attribute but the three calls is the model's own. Holds at most
     `max_entries` answers, the oldest dropped first; one instance should live as long as the calls
     it may repeat and the model stays the same (one question's rollouts; the canary's questions across
-    Planner versions, the Executor being frozen), not longer."""
+    Planner versions, the Executor being frozen), not longer. `shared`: a file of the same model's
+    answers that other processes keep too, read on a miss and written with every answer."""
 
-    def __init__(self, model: ChatModel, max_entries: int = 512) -> None:
+    def __init__(self, model: ChatModel, max_entries: int = 512, shared: CallFile | None = None) -> None:
         self.model = model
         self.max_entries = max_entries
+        self.shared = shared
         self.hits = 0
         self._answers: OrderedDict[str, Completion | Choice] = OrderedDict()
 
@@ -76,6 +136,10 @@ class RepeatedCalls:
 
     def _recall(self, key: str):
         known = self._answers.get(key)
+        if known is None and self.shared is not None:
+            known = self.shared.get(self.shared.key(self.model.name, key))
+            if known is not None:
+                self._answers[key] = known
         if known is not None:
             self.hits += 1
             self._answers.move_to_end(key)
@@ -83,6 +147,8 @@ class RepeatedCalls:
 
     def _keep(self, key: str, answer: Completion | Choice) -> None:
         self._answers[key] = answer
+        if self.shared is not None:
+            self.shared.put(self.shared.key(self.model.name, key), answer)
         while len(self._answers) > self.max_entries:
             self._answers.popitem(last=False)
 

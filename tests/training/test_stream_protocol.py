@@ -85,3 +85,21 @@ def test_the_table_pairs_variants_by_question(tmp_path):
         results.append(make_row(index, correct=correct, wall=20.0 if index < 4 else 90.0, llm=1.0, tool=1.0, id=f"q{index}"))
     text = write_table([reference, evaluation], "k4-none", tmp_path / "cut", limit=4).read_text()
     assert "| none | 4 | 25.0% | -25.0 pts (4 paired) |" in text and "| 20 | 0 (0) |" in text
+
+
+def test_a_variant_streaming_the_same_questions_reads_the_executor_turns_another_made(make_learner, tiny_model,
+                                                                                      tmp_path):
+    from tests.counting_model import Counting
+
+    shared = str(tmp_path / "executor-calls.jsonl")
+    first_executor, second_executor = Counting(tiny_model), Counting(tiny_model)
+    first = make_learner(learner="none", rollouts_per_signal=2, shared_executor_calls=shared,
+                         executor_model=first_executor, root=tmp_path / "k2-none")
+    stream_questions(first, _questions()[:1], namespace="alice", progress=False)
+    second = make_learner(learner="none", rollouts_per_signal=2, shared_executor_calls=shared,
+                          executor_model=second_executor, root=tmp_path / "k2-other")
+    stream_questions(second, _questions()[:1], namespace="alice", progress=False)
+    # The same Planner version samples the same plans under the same seeds: every Executor turn is read.
+    assert first_executor.calls > 0 and second_executor.calls == 0
+    rows = [learner.read_log("signals.jsonl")[0] for learner in (first, second)]
+    assert rows[0]["answers"] == rows[1]["answers"] and rows[0]["rewards"] == rows[1]["rewards"]

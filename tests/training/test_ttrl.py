@@ -55,13 +55,14 @@ def tiny_model(tiny_model_dir):
 def make_learner(tmp_path, tiny_model_dir, tiny_model, wiki_tools, store):
     def make(**overrides) -> TestTimeLearner:
         """`plan_shape`: the shape of plan the Planner writes (the app's agent.plan_shape; default its default);
-        `executor_model`: the frozen Executor (default the tiny model)."""
+        `executor_model`: the frozen Executor (default the tiny model); `root`: the learning folder."""
         promotions = overrides.pop("promotions", None)
         queue = overrides.pop("queue", None)
         shape = overrides.pop("plan_shape", None)
         executor = overrides.pop("executor_model", tiny_model)
+        root = overrides.pop("root", tmp_path / "ttrl")
         return TestTimeLearner(
-            settings(**overrides), root=tmp_path / "ttrl", planner_base_dir=tiny_model_dir,
+            settings(**overrides), root=root, planner_base_dir=tiny_model_dir,
             executor_model=executor, judge_model=tiny_model, manager=Manager(tiny_model, store),
             tools=wiki_tools, canary_path=CANARY, feedback_queue=queue,
             on_promote=promotions.append if promotions is not None else None, guided=True,

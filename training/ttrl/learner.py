@@ -47,7 +47,7 @@ from backend.config import LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
 from backend.llm.llamacpp import LlamaCppChatModel
-from backend.llm.memo import RepeatedCalls
+from backend.llm.memo import CallFile, RepeatedCalls
 from backend.manager import Manager
 from backend.tools.base import Tool, tool_names_line
 from memory_db import LeaseFence, LeaseLost
@@ -184,7 +184,8 @@ class TestTimeLearner:
         self.executor_model = self._gated(executor_model)
         # The canary's Executor turns are greedy and the Executor is never trained: where a new version plans
         # a canary question as its parent did, its Executor turns are the parent's, answered from them.
-        self._canary_executor = RepeatedCalls(self.executor_model)
+        self.shared_executor_calls = CallFile(settings.shared_executor_calls) if settings.shared_executor_calls else None
+        self._canary_executor = RepeatedCalls(self.executor_model, shared=self.shared_executor_calls)
         self.judge = Judge(self._gated(judge_model), require_overlap=True) if judge_model is not None else None
         self.manager = manager
         self.tools = dict(tools)
@@ -507,7 +508,8 @@ class TestTimeLearner:
         rollouts = run_rollouts(signal, policy=self._gated(self._rollout_policy(policy)),
                                 executor_model=self.executor_model, tools=self.tools,
                                 grader=grader, settings=self.episode_settings, memory_text=shown.text,
-                                n=self.settings.rollouts_per_signal, weights=self.reward_weights)
+                                n=self.settings.rollouts_per_signal, weights=self.reward_weights,
+                                shared_calls=self.shared_executor_calls)
         version = self.versions.current().name
         reported = self._reported(rollouts, shown.successful_plans)  # before this question's memories exist
         self._check_fence()  # the store's own transactions write the memories (the window the module names)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from backend.config import PlannerRewardConfig
 from backend.llm.base import ChatModel
-from backend.llm.memo import RepeatedCalls
+from backend.llm.memo import CallFile, RepeatedCalls
 from backend.episode import planner_memories
 from backend.events import RunFinished
 from backend.manager import Manager
@@ -62,11 +62,13 @@ def score(episode: Episode, signal: Signal, weights: PlannerRewardConfig = Plann
 
 def run_rollouts(signal: Signal, *, policy: PolicyChatModel, executor_model: ChatModel, tools: Mapping[str, Tool],
                  grader, settings: EpisodeSettings, memory_text: str, n: int,
-                 weights: PlannerRewardConfig = PlannerRewardConfig()) -> list[ScoredRollout]:
+                 weights: PlannerRewardConfig = PlannerRewardConfig(),
+                 shared_calls: CallFile | None = None) -> list[ScoredRollout]:
     """n sampled episodes with the policy as Planner; each keeps the policy's decisions for GRPO. The
     frozen Executor's greedy calls that an earlier rollout already made are answered from it
-    (backend.llm.memo): rollouts whose plans lead to the same turns cost one Executor run."""
-    executor_model = RepeatedCalls(executor_model)
+    (backend.llm.memo): rollouts whose plans lead to the same turns cost one Executor run; with
+    `shared_calls`, so do the turns another learner's rollouts already made."""
+    executor_model = RepeatedCalls(executor_model, shared=shared_calls)
     rollouts = []
     for _ in range(n):
         policy.begin_episode()

@@ -51,3 +51,41 @@ def test_the_oldest_answer_goes_first_when_full(tiny_chat_model):
     assert counting.calls == 3
     model.generate(MESSAGES, max_new_tokens=3)
     assert counting.calls == 3
+
+
+def test_answers_kept_in_a_call_file_serve_another_process_of_the_same_model(tiny_chat_model, tmp_path):
+    from backend.llm.memo import CallFile
+
+    path = tmp_path / "executor-calls.jsonl"
+    first_counting = Counting(tiny_chat_model)
+    first = RepeatedCalls(first_counting, shared=CallFile(path))
+    written = first.generate(MESSAGES, max_new_tokens=6)
+    chosen = first.choose(MESSAGES, ["Paris", "Lyon"])
+    with path.open("a", encoding="utf-8") as file:
+        file.write('{"key": "cut off mid-wri')  # a process stopped while writing its last line
+
+    # Another learner (another process: the file read afresh) asks the same of the same model.
+    counting = Counting(tiny_chat_model)
+    other = RepeatedCalls(counting, shared=CallFile(path))
+    again = other.generate(MESSAGES, max_new_tokens=6)
+    assert counting.calls == 0 and other.hits == 1
+    assert again.text == written.text and again.prompt_tokens == written.prompt_tokens and again.seconds == 0.0
+    assert other.choose(MESSAGES, ["Paris", "Lyon"]) == chosen and counting.calls == 0
+    streamed = list(other.stream(MESSAGES, max_new_tokens=6))
+    assert counting.calls == 0 and streamed[-1].text == written.text
+    other.generate(MESSAGES, max_new_tokens=7)  # not asked before: made, and kept for the next
+    assert counting.calls == 1 and len(CallFile(path)) == 3
+
+
+def test_a_call_file_answers_only_the_model_that_wrote_it(tiny_chat_model, tmp_path):
+    from backend.llm.memo import CallFile
+
+    path = tmp_path / "executor-calls.jsonl"
+    RepeatedCalls(tiny_chat_model, shared=CallFile(path)).generate(MESSAGES, max_new_tokens=6)
+
+    class Renamed(Counting):
+        name = "another-model"
+
+    counting = Renamed(tiny_chat_model)
+    RepeatedCalls(counting, shared=CallFile(path)).generate(MESSAGES, max_new_tokens=6)
+    assert counting.calls == 1
