@@ -84,6 +84,7 @@ class AgentConfig:
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
     plan_shape: str = "subquestions"  # "subquestions": hop by hop (backend.hops); "steps": a numbered plan of actions
     plan_candidates: int = 1  # plans written per question; >1: the one most like past successful plans is followed
+    decompose_unstated: bool = False  # a one-hop plan whose answer no retrieved text states is broken into hops again
     caption_min_similarity: float = 0.92  # the image index's nearest match is a caption only this similar (0-1)
     image_text_first: bool = True  # read the answer from the image's OCR text before any plan; stated there: answered
     taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)

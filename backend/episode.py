@@ -78,6 +78,7 @@ class EpisodeSettings:
     strategies_by_type: bool = False
     plan_shape: str = "subquestions"  # "subquestions" | "steps" (backend.hops)
     plan_candidates: int = 1  # plans written per question, the one most like past successful plans followed
+    decompose_unstated: bool = False  # agent.decompose_unstated: reflection on a one-hop plan's unstated answer
     taught_min_similarity: float = 0.85
     caption_min_similarity: float = 0.92
     image_text_first: bool = False  # an answer the image's own text states is given before any plan (agent.image_text_first)
@@ -113,6 +114,7 @@ class EpisodeSettings:
             strategies_by_type=agent.strategies_by_type,
             plan_shape=agent.plan_shape,
             plan_candidates=agent.plan_candidates,
+            decompose_unstated=agent.decompose_unstated,
             taught_min_similarity=agent.taught_min_similarity,
             caption_min_similarity=agent.caption_min_similarity,
             image_text_first=agent.image_text_first,
@@ -417,6 +419,7 @@ class EpisodeLoop:
         A plan of one sub-question is researched by the Executor's own turns for the question
         (ExecutorSession.research_as_question), with no replan."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
+        worked = ""
         if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1): its hops as written
             subquestions = list(episode.plan_steps)
         else:
@@ -443,6 +446,9 @@ class EpisodeLoop:
             yield from session.research_as_question(hops[0], question, max_turns=s.max_turns, deadline=deadline)
             outcome.first_answer = outcome.answer = session.answer
             outcome.plan_steps = [hops[0].template]
+            if (s.decompose_unstated and self.method.reflects and s.reflections and episode.plan_steps is None
+                    and not hops[0].stated and not closed_options(question) and not session.limit_reached(deadline)):
+                yield from self._decompose_unstated(session, planner, question, worked, caption, deadline)
             return
         yield from self._research_hops(session, hops, deadline)
         for round_no in range(1, (s.reflections if self.method.reflects else 0) + 1):
@@ -462,6 +468,37 @@ class EpisodeLoop:
         if not answer:
             answer = yield from session.read_answer(question)
         outcome.first_answer = outcome.first_answer or answer
+        yield session.answer_with(answer)
+        yield from session.report_steps()
+        outcome.plan_steps = [hop.template for hop in hops]
+        outcome.answer = answer
+
+    def _decompose_unstated(self, session: ExecutorSession, planner: Planner, question: str, worked: str,
+                            caption: str | None, deadline: float) -> Iterator[Event]:
+        """agent.decompose_unstated: the reflection of a one-hop plan. Its answer is stated by no retrieved
+        text (nothing found holds it, or it is what the question names), so the Planner is asked for
+        sub-questions again, told so; when it writes two or more, they are researched hop by hop in
+        the same session, and an answer a retrieved text states replaces the first one."""
+        outcome, first = self.outcome, session.answer
+        yield ReflectionDecided(self.run_id, replan=True, round=1)
+        blueprint = planner.decompose(question, worked, caption, unstated=first)
+        if len(blueprint.steps) < 2:
+            yield Recovery(self.run_id, turn=session.turn_count, reason="no retrieved text states the answer",
+                           action=f"the Planner wrote no sub-questions again; {first!r} stands")
+            return
+        outcome.replanned = True
+        yield PlanReady(self.run_id, text=blueprint.text, steps=blueprint.steps, revision=1,
+                        recovered=blueprint.recovered, planner_model=f"planner: {planner.model.name}")
+        one_hop = outcome.hops
+        hops = outcome.hops = hops_from(blueprint.steps)
+        yield from self._research_hops(session, hops, deadline)
+        answering = answering_hop(hops, question)
+        answer = answering.answer if answering is not None else (yield from session.read_answer(question))
+        if not answer or answer == first or not stating_sentence(answer, question, session.passages):
+            outcome.hops = one_hop
+            yield Recovery(self.run_id, turn=session.turn_count, reason="the sub-questions found no stated answer",
+                           action=f"{first!r} stands")
+            return
         yield session.answer_with(answer)
         yield from session.report_steps()
         outcome.plan_steps = [hop.template for hop in hops]

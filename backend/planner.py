@@ -131,10 +131,11 @@ class Planner:
         return Blueprint(text=text.strip(), steps=kept, completion=completion, recovered="; ".join(notes) or None)
 
     def decompose(self, question: str, worked_text: str = "", caption: str | None = None,
-                  temperature: float = 0.0) -> Blueprint:
+                  temperature: float = 0.0, unstated: str | None = None) -> Blueprint:
         """A plan of sub-questions (backend.hops) after `worked_text`'s examples from memory; the question
-        itself as the one sub-question when the model's text gives none."""
-        messages = prompts.decompose_messages(question, worked_text, caption)
+        itself as the one sub-question when the model's text gives none. `unstated`: the answer the
+        question researched as one hop found, which no retrieved text states (a reflection asking for hops)."""
+        messages = prompts.decompose_messages(question, worked_text, caption, unstated)
         completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=prompts.DECOMPOSE_PREFILL,
                                          stop=("\n\n", "Question:"), temperature=temperature)
         text = prompts.DECOMPOSE_PREFILL + completion.text

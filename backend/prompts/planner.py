@@ -58,6 +58,9 @@ DECOMPOSE_EXAMPLES = (
 DECOMPOSE_EXAMPLE = "Question: {question}\n{subquestions}"
 WORKED_EXAMPLE_NOTE = "(worked for an earlier question: {outcome})"
 DECOMPOSE_ASK = "Question: {question}"
+# Asked again when the question researched as one hop was answered with nothing a retrieved text states.
+DECOMPOSE_AGAIN = ("\nSearching the whole question found no text stating an answer ({answer!r}). "
+                   "Break it into 2 or 3 simple questions.")
 DECOMPOSE_PREFILL = "1."
 
 FALLBACK_PLAN_STEP = "Search for the main entities of: {question}"
@@ -84,16 +87,20 @@ def worked_examples_text(worked: list[tuple[str, list[str], str]]) -> str:
                        + WORKED_EXAMPLE_NOTE.format(outcome=outcome) for q, subs, outcome in worked)
 
 
-def decompose_messages(question: str, worked_text: str = "", caption: str | None = None) -> list[dict]:
+def decompose_messages(question: str, worked_text: str = "", caption: str | None = None,
+                       unstated: str | None = None) -> list[dict]:
     """The fixed examples as earlier turns of the conversation (a small model copies examples it reads
     inside the question's own turn); `worked_text`, worked examples from memory (worked_examples_text),
-    opens the question's turn."""
+    opens the question's turn; `unstated`, the answer researching the whole question found and no
+    retrieved text states, asks for hops instead."""
     messages = [{"role": "system", "content": DECOMPOSE_SYSTEM}]
     for example, subquestions in DECOMPOSE_EXAMPLES:
         messages += [{"role": "user", "content": DECOMPOSE_ASK.format(question=example)},
                      {"role": "assistant", "content": decomposition_text(subquestions)}]
     image_line = IMAGE_LINE.format(caption=caption) if caption else ""
     ask = DECOMPOSE_ASK.format(question=question) + image_line
+    if unstated is not None:
+        ask += DECOMPOSE_AGAIN.format(answer=unstated)
     return messages + [{"role": "user", "content": f"{worked_text}\n\n{ask}" if worked_text else ask}]
 
 

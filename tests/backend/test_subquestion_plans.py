@@ -5,12 +5,14 @@ and search index; scripted models say what a model would write."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.render_html import transcript_of
 from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
-from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, ReflectionDecided
+from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, Recovery, ReflectionDecided
 from backend.hops import Hop, answering_hop, each_of_pair, fill, parse_subquestions, weakest, worked_examples, yes_no_answer
 from backend.prompts.executor import question_turn
 from backend.prompts.planner import decompose_messages, worked_examples_text
@@ -39,11 +41,14 @@ def ask(tmp_path, shared_tools, embedder, scripted_model_class):
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     models = {}
 
-    def run(question, planner, reader, ground_truth="Great Exuma", choices=()):
+    def run(question, planner, reader, ground_truth="Great Exuma", choices=(), **agent_settings):
+        """`agent_settings`: [agent] settings other than the fixture's."""
         models.update(planner=scripted_model_class("planner", planner),
                       executor=scripted_model_class("executor", reader, choices),
                       judge=scripted_model_class("judge"), manager=scripted_model_class("manager"))
-        agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        run_config = replace(config, agent=replace(config.agent, **agent_settings))
+        agent = ResearchAgent(run_config, models=models, tools=shared_tools, store=store,
+                              runlog=RunLog(config.runs_dir))
         return list(agent.run(RunRequest(question, namespace="alice", ground_truth=ground_truth)))
 
     run.models, run.store = models, store
@@ -243,6 +248,41 @@ def test_a_planner_that_writes_no_sub_question_researches_the_question_as_one_ho
     assert not any(isinstance(e, ReflectionDecided) for e in events)
     first_turn = next(m for m in ask.models["executor"].prompts[0] if m["role"] == "user")["content"]
     assert first_turn == question_turn(FESTIVAL, [])  # the question, as the Executor alone is asked it
+
+
+ONE_HOP_TURNS = ["Billy McFarland wire fraud festival",  # the first turn searches: the query
+                 "Now I know"]  # after the link, a thought, then (chosen: answer) the answer read
+
+
+def test_a_one_hop_answer_no_retrieved_text_states_is_researched_again_as_sub_questions(ask):
+    """agent.decompose_unstated: "Lisbon" stands in nothing the one-hop research found, so the Planner,
+    told so, writes sub-questions, and their stated answer replaces it."""
+    events = ask(FESTIVAL, ["I think it was in the Bahamas.", DECOMPOSITION],
+                 ONE_HOP_TURNS + ["Lisbon", "Fyre Festival", "Great Exuma"], choices=["answer"], decompose_unstated=True)
+    answers = [e.text for e in events if isinstance(e, AnswerReady)]
+    assert answers == ["Lisbon", "Great Exuma"]
+    assert any(isinstance(e, ReflectionDecided) and e.replan for e in events)
+    again = [e for e in events if isinstance(e, PlanReady) and e.revision == 1]
+    assert again and again[0].steps == parse_subquestions(DECOMPOSITION)
+    asked_again = ask.models["planner"].prompts[1][-1]["content"]
+    assert "found no text stating an answer ('Lisbon')" in asked_again
+    hops = [e for e in events if isinstance(e, HopAnswered)]
+    assert [h.answer for h in hops] == ["Lisbon", "Fyre Festival", "Great Exuma"] and not hops[0].sentence
+    stored = ask.store.get(next(e for e in events if isinstance(e, MemoryStored)).memory_id, namespace="alice")
+    assert [h["answer"] for h in stored.provenance["decomposition"]] == ["Fyre Festival", "Great Exuma"]
+
+
+def test_a_stated_one_hop_answer_or_unstated_sub_answers_leave_the_first_answer(ask):
+    stated = ask(FESTIVAL, ["I think it was in the Bahamas."], ONE_HOP_TURNS + ["Great Exuma"], choices=["answer"],
+                 decompose_unstated=True)
+    assert not any(isinstance(e, ReflectionDecided) for e in stated)  # a retrieved sentence states it
+    assert len(ask.models["planner"].prompts) == 1
+    unstated = ask(FESTIVAL, ["I think it was in the Bahamas.", DECOMPOSITION],
+                   ONE_HOP_TURNS + ["Lisbon"] + ["Vorlund Keep"] * 8, choices=["answer"], decompose_unstated=True)
+    assert [e.text for e in unstated if isinstance(e, AnswerReady)] == ["Lisbon"]
+    assert any(isinstance(e, Recovery) and "'Lisbon' stands" in e.action for e in unstated)
+    off = ask(FESTIVAL, ["I think it was in the Bahamas."], ONE_HOP_TURNS + ["Lisbon"], choices=["answer"])
+    assert not any(isinstance(e, ReflectionDecided) for e in off)  # the setting is off by default
 
 
 def test_a_decomposition_of_another_shape_is_no_worked_example():
