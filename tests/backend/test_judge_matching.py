@@ -24,10 +24,11 @@ def test_answer_contains_gold_as_whole_words(answer, gold, expected):
 
 
 class _NoGrader:
-    """The closed-question rule decides without the model: any call to it fails the test."""
+    """A grader for verdicts the Judge's rules decide without the model (a closed question's option, a
+    match with the gold answer): any call to it fails the test."""
 
     def choose(self, *args, **kwargs):
-        raise AssertionError("a closed question's verdict must not ask the grader model")
+        raise AssertionError("a verdict the rules decide must not ask the grader model")
 
 
 def test_a_closed_question_is_graded_by_the_option_the_answer_names():
