@@ -198,7 +198,7 @@ class DocumentsConfig:
 LEARNER_WORKERS = ("process", "thread", "external")
 LEARNER_WEIGHT_DTYPES = ("bfloat16", "float32")
 LEARNERS = ("grpo", "rft", "none")
-SELECTIONS = ("memory", "majority")
+SELECTIONS = ("memory", "majority", "reader")
 SAMPLERS = ("auto", "transformers", "llamacpp")
 
 
@@ -243,7 +243,8 @@ class LearningConfig:
     # and memories, no Planner update (the stream protocol's row without learning).
     learner: str = "grpo"
     # How a question's reported answer is chosen among its rollouts without the ground truth
-    # (training/ttrl/selection.py): "memory" (the plan most like past successful ones) or "majority".
+    # (training/ttrl/selection.py): "memory" (the plan most like past successful ones), "majority", or
+    # "reader" (the Executor's reader chooses among the distinct answers from every rollout's evidence).
     selection: str = "memory"
     # What samples the rollouts: "transformers" (the trained copy, ~2.3 tokens/s here) or "llamacpp" (a
     # llama.cpp Planner with the version's adapter, ~15 tokens/s; the trained copy only scores them);

@@ -37,6 +37,20 @@ def choose_option(model: ChatModel, messages: list[dict], options: list[str], pr
                   method=spaced.method)
 
 
+def choose_among_answers(model: ChatModel, question: str, candidates: list[str], passages: list[dict]) -> Choice:
+    """The candidate answer (several runs' answers to one question) the model scores highest as the
+    reply, read from the runs' pooled passages: those most relevant to the question and the candidates
+    together, so the passage that states each candidate tends to be in view."""
+    query = " ".join([question, *candidates])
+    if model.traits.small:
+        lines = evidence_lines(query, passages, max_chars=1200, max_passage_chars=300)
+    else:
+        lines = evidence_lines(query, passages, max_chars=2400, max_passage_chars=600)
+    evidence = protocol.neutralise("\n".join(line for _, line in lines))
+    ask = prompts.CANDIDATES_ASK.format(candidates="; ".join(candidates))
+    return choose_option(model, prompts.reader_messages(evidence, question, ask), candidates, prompts.CHOICE_PREFILL)
+
+
 class AnswerReading:
     """Reads from the session's `model`, `passages`, `worked`, `_messages()`, `_titles_in_view()`,
     `_sees_every_result()`, `read_by_quote`, `compare_by_facts`, `run_id` and `turn_count`."""

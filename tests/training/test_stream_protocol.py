@@ -9,7 +9,8 @@ import json
 import numpy as np
 
 from backend.eval.datasets import EvalQuestion
-from training.ttrl.selection import by_majority, by_memory, select_reported
+from backend.config import SELECTIONS
+from training.ttrl.selection import Rollouts, by_majority, by_memory, by_reader, select_reported
 from training.ttrl.stream import stream_questions
 from backend.eval.results import ResultsFile
 from training.ttrl.stream_table import read_stream, write_table
@@ -31,7 +32,25 @@ def test_memory_picks_the_plan_nearest_a_past_success(embedder):
     past = ["1. Search for the city of the Louvre museum."]
     assert by_memory(answers, plans, past, embedder.encode) == 0  # against the majority's Paris
     assert by_memory(answers, plans, [], embedder.encode) == 1  # no past success: the majority
-    assert select_reported(answers, plans, how="majority", past_plans=past, embed=embedder.encode) == 1
+    seen = Rollouts(question="Which city is the Louvre in?", answers=answers, plans=plans)
+    assert select_reported(seen, how="majority", past_plans=past, embed=embedder.encode) == 1
+    assert select_reported(seen, how="memory", past_plans=past, embed=embedder.encode) == 0
+
+
+def test_the_reader_chooses_only_among_differing_answers_and_reports_the_first_rollout_giving_its_choice(tiny_model):
+    from tests.counting_model import Counting
+
+    reader = Counting(tiny_model)
+    louvre = [{"title": "Louvre", "source": "wiki:hotpotqa", "text": "The Louvre is a museum in Paris."}]
+    agreeing = Rollouts(question="Which city is the Louvre in?", answers=["Paris", "paris.", ""], plans=["a", "b", "c"],
+                        passages=[louvre, louvre, []])
+    assert by_reader(agreeing, reader) == 0 and reader.calls == 0  # one distinct answer: no model call
+    differing = Rollouts(question="Which city is the Louvre in?", answers=["", "Lyon", "Paris", "Lyon", "Paris"],
+                         plans=["a"] * 5, passages=[louvre] * 5)
+    chosen = by_reader(differing, reader)
+    assert reader.calls == 1 and chosen in (1, 2)  # the first rollout giving the chosen answer, never a repeat
+    assert select_reported(differing, how="reader", reader=reader) == chosen
+    assert select_reported(differing, how="reader") == 1  # no reader given: the majority (a tie: the earliest)
 
 
 def _questions():
@@ -49,6 +68,10 @@ def test_a_stream_reports_an_answer_per_question_and_resumes_without_asking_twic
                                                       for s in row["rollout_stats"])
         assert row["reported"] in row["answers"] and isinstance(row["reported_correct"], bool)
         assert row["selection"] == "memory" and row["learner"] == "none"
+        # A stream's question records what every way of selecting would report, on the same rollouts.
+        assert set(row["selected"]) == set(SELECTIONS) and row["selected"]["memory"]["answer"] == row["reported"]
+        assert all(pick["answer"] in row["answers"] and isinstance(pick["correct"], bool)
+                   for pick in row["selected"].values())
     assert learner.batch == [] and [v.number for v in learner.versions.all()] == [0]  # no learning: no update
 
     # A stopped stream started again asks only the questions it has not reported yet.
@@ -103,3 +126,22 @@ def test_a_variant_streaming_the_same_questions_reads_the_executor_turns_another
     assert first_executor.calls > 0 and second_executor.calls == 0
     rows = [learner.read_log("signals.jsonl")[0] for learner in (first, second)]
     assert rows[0]["answers"] == rows[1]["answers"] and rows[0]["rewards"] == rows[1]["rewards"]
+
+
+def test_the_table_pairs_each_way_of_selecting_on_the_same_rollouts_and_bounds_them(tmp_path):
+    folder = tmp_path / "k4-none" / "ttrl"
+    folder.mkdir(parents=True)
+    rows = []
+    for i, (memory, reader, right_rollouts) in enumerate([(True, True, 2), (False, True, 1), (False, False, 1),
+                                                          (False, False, 0)]):
+        rows.append({"source": f"stream:q{i}", "selection": "memory", "reported_correct": memory, "correct": right_rollouts,
+                     "seconds": 5.0, "selected": {"memory": {"answer": "a", "correct": memory},
+                                                  "majority": {"answer": "a", "correct": memory},
+                                                  "reader": {"answer": "b", "correct": reader}}})
+    (folder / "signals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = write_table([tmp_path / "k4-none"], "k4-none", tmp_path / "table").read_text()
+    assert "| k4-none | 4 | 25.0% | - |" in text
+    assert "| k4-none, reported by reader | 4 | 50.0% | +25.0 pts (4 paired) |" in text
+    assert "| k4-none, reported by majority | 4 | 25.0% | +0.0 pts (4 paired) |" in text
+    assert "| k4-none, reported by memory |" not in text  # the row's own selection is the variant's row
+    assert "| k4-none, any rollout right (ground truth; a bound) | 4 | 75.0% | +50.0 pts (4 paired) |" in text

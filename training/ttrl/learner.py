@@ -43,7 +43,7 @@ from pathlib import Path
 import torch
 
 from backend.code_identity import prompts_digest
-from backend.config import LearningConfig, PlannerRewardConfig
+from backend.config import SELECTIONS, LearningConfig, PlannerRewardConfig
 from backend.judge import Judge
 from backend.llm.base import ChatModel
 from backend.llm.llamacpp import LlamaCppChatModel
@@ -60,7 +60,7 @@ from training.ttrl.gate import GatedModel, YieldGate
 from training.ttrl.memory_fit import NotEnoughMemory, learner_need, require_memory
 from training.ttrl.fast_sampler import LlamaCppPolicy
 from training.ttrl.rft import FEEDBACK_PREFIX, plan_sample, rft_update, successful_memory
-from training.ttrl.selection import select_reported
+from training.ttrl.selection import Rollouts, select_reported
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, rollout_stats, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
 from training.ttrl.versions import ADAPTER, PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
@@ -511,7 +511,8 @@ class TestTimeLearner:
                                 n=self.settings.rollouts_per_signal, weights=self.reward_weights,
                                 shared_calls=self.shared_executor_calls)
         version = self.versions.current().name
-        reported = self._reported(rollouts, shown.successful_plans)  # before this question's memories exist
+        selected = self._selected(signal, rollouts, shown.successful_plans)  # before this question's memories exist
+        reported = selected[self.settings.selection]
         self._check_fence()  # the store's own transactions write the memories (the window the module names)
         stored = consolidate(signal, rollouts, manager=self.manager, memories_used=used, version=version)
         outcome = SignalOutcome(signal, rollouts, used, stored, time.perf_counter() - started)
@@ -527,6 +528,9 @@ class TestTimeLearner:
             "answers": [r.episode.answer for r in rollouts], "correct": outcome.correct_count,
             "selection": self.settings.selection, "reported": rollouts[reported].episode.answer,
             "reported_correct": rollouts[reported].episode.correct_final if signal.kind == "ground_truth" else None,
+            "selected": {how: {"answer": rollouts[i].episode.answer,
+                               "correct": rollouts[i].episode.correct_final if signal.kind == "ground_truth" else None}
+                         for how, i in selected.items()},
             "memories_stored": stored, "memories_used": used, "seconds": round(outcome.seconds, 2),
             "rollout_stats": [rollout_stats(r) for r in rollouts],
         })
@@ -542,12 +546,18 @@ class TestTimeLearner:
                                                             temperature=self.settings.temperature))
         return self._sampler[1]
 
-    def _reported(self, rollouts: list, successful_plans: list[str]) -> int:
-        """The rollout whose answer the stream reports, chosen without the ground truth (training.ttrl.selection)."""
+    def _selected(self, signal: Signal, rollouts: list, successful_plans: list[str]) -> dict[str, int]:
+        """The rollout each way of selecting (training.ttrl.selection) reports, chosen without the ground
+        truth: every way for a stream's question, so its table pairs them on the same rollouts; the
+        configured one for a signal about an app's run, whose answer was given already."""
         embedder = getattr(self.manager.store, "embedder", None)
-        return select_reported([r.episode.answer for r in rollouts], ["\n".join(r.episode.plan_texts) for r in rollouts],
-                               how=self.settings.selection, past_plans=successful_plans,
-                               embed=embedder.encode if embedder is not None else None)
+        seen = Rollouts(question=signal.question, answers=[r.episode.answer for r in rollouts],
+                        plans=["\n".join(r.episode.plan_texts) for r in rollouts],
+                        passages=[r.episode.passages for r in rollouts])
+        ways = (self.settings.selection,) if _about_a_run(signal) else SELECTIONS
+        return {how: select_reported(seen, how=how, past_plans=successful_plans,
+                                     embed=embedder.encode if embedder is not None else None, reader=self.executor_model)
+                for how in ways}
 
     def _group_of(self, signal: Signal, rollouts: list) -> _Group | None:
         """What a signal's rollouts add to the batch: every rollout with its reward (GRPO), the rollouts

@@ -6,6 +6,8 @@ truth called it right, every rollout's answer and reward, and the Planner versio
 the updates and canary decisions). Evaluation folders of `python -m backend.eval` (the `none` and
 one-rollout `mia` rows) join by question id; `--limit N` cuts an evaluation that ran further than the
 stream (the 300-question `dev` table's folders beside a 150-question stream) to its first N questions.
+A stream whose rows record every way of selecting (`selected`) gets a row for each other way on the
+same rollouts, and one for the questions where any rollout was right (a bound no selection exceeds).
 Usage:
 
     python -m training.ttrl.stream_table --reference k4-none DIR... --out TABLE_DIR [--limit N]
@@ -46,8 +48,7 @@ def _digest(path: Path) -> str:
 
 def read_stream(folder: Path, label: str) -> Variant:
     signals = folder / "ttrl" / "signals.jsonl"
-    rows = [json.loads(line) for line in signals.read_text(encoding="utf-8").splitlines() if line.strip()]
-    rows = [r for r in rows if str(r.get("source", "")).startswith(STREAM_PREFIX) and r.get("reported_correct") is not None]
+    rows = _stream_rows(folder)
     versions = []
     for meta in sorted((folder / "ttrl" / "versions").glob("v*/meta.json")):
         versions.append(json.loads(meta.read_text(encoding="utf-8")))
@@ -65,6 +66,31 @@ def read_stream(folder: Path, label: str) -> Variant:
     )
 
 
+def other_selections(folder: Path, label: str) -> list[Variant]:
+    """The same rollouts reported another way (a row's "selected": every way of selecting, paired on the
+    same questions; training.ttrl.selection), and the best of each question's rollouts, which needs the
+    ground truth: how much any selection could gain."""
+    rows = _stream_rows(folder)
+    ways = [how for how in dict.fromkeys(how for r in rows for how in r.get("selected", {}))
+            if any(r.get("selection") != how for r in rows)]
+    variants = []
+    for how in ways:
+        picked = {r["source"][len(STREAM_PREFIX):]: bool(r["selected"][how]["correct"])
+                  for r in rows if r.get("selected", {}).get(how, {}).get("correct") is not None}
+        if picked:
+            variants.append(Variant(label=f"{label}, reported by {how}", correct=picked))
+    if rows and all("correct" in r for r in rows):
+        variants.append(Variant(label=f"{label}, any rollout right (ground truth; a bound)",
+                                correct={r["source"][len(STREAM_PREFIX):]: r["correct"] > 0 for r in rows}))
+    return variants
+
+
+def _stream_rows(folder: Path) -> list[dict]:
+    signals = folder / "ttrl" / "signals.jsonl"
+    rows = [json.loads(line) for line in signals.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if str(r.get("source", "")).startswith(STREAM_PREFIX) and r.get("reported_correct") is not None]
+
+
 def _peak_gb(path: Path) -> float | None:
     if not path.is_file():
         return None
@@ -79,9 +105,12 @@ def read_evaluation(folder: Path, label: str, limit: int | None = None) -> Varia
                    digest=_digest(folder / "rows.jsonl"))
 
 
-def read_variant(folder: Path, limit: int | None = None) -> Variant:
+def read_variants(folder: Path, limit: int | None = None) -> list[Variant]:
+    """An evaluation's row, or a stream's with its other selections after it."""
     label = folder.name
-    return read_evaluation(folder, label, limit) if (folder / "rows.jsonl").is_file() else read_stream(folder, label)
+    if (folder / "rows.jsonl").is_file():
+        return [read_evaluation(folder, label, limit)]
+    return [read_stream(folder, label), *other_selections(folder, label)]
 
 
 def _percent(value: float) -> str:
@@ -123,7 +152,7 @@ def table(variants: list[Variant], reference: Variant) -> list[str]:
 
 
 def write_table(folders: list[Path], reference_label: str, out_dir: Path, limit: int | None = None) -> Path:
-    variants = [read_variant(folder, limit) for folder in folders]
+    variants = [variant for folder in folders for variant in read_variants(folder, limit)]
     by_label = {v.label: v for v in variants}
     if reference_label not in by_label:
         raise ValueError(f"--reference {reference_label!r} is none of the folders' names: {', '.join(by_label)}.")
