@@ -84,6 +84,8 @@ class AgentConfig:
     strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
     plan_shape: str = "subquestions"  # "subquestions": hop by hop (backend.hops); "steps": a numbered plan of actions
     plan_candidates: int = 1  # plans written per question; >1: the one most like past successful plans is followed
+    answer_candidates: int = 1  # plans researched per question (the first greedy, the rest sampled); >1: the reader
+    # chooses among their answers from all their passages (backend.reader.chosen_run)
     decompose_unstated: bool = False  # a one-hop plan whose answer no retrieved text states is broken into hops again
     caption_min_similarity: float = 0.92  # the image index's nearest match is a caption only this similar (0-1)
     image_text_first: bool = True  # read the answer from the image's OCR text before any plan; stated there: answered
@@ -108,7 +110,7 @@ class AgentConfig:
             return self.max_llm_calls
         # Room for two rounds of turns (a guided turn makes up to 3 calls), reflection, verdict, summary.
         per_turn = 3 if self.guided_for(executor) else 1
-        return max(30, 2 * per_turn * self.turns_for(executor) + 12) + self.plan_candidates - 1
+        return max(30, 2 * per_turn * self.turns_for(executor) + 12) * self.answer_candidates + self.plan_candidates - 1
 
 
 @dataclass(frozen=True)
@@ -423,6 +425,8 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
         (a.plan_shape in ("steps", "subquestions"), f"{key_prefix}.plan_shape", 'must be "steps" or "subquestions"'),
         (a.quote_check in QUOTE_CHECKS, f"{key_prefix}.quote_check", 'must be "off", "plain" or "nearest"'),
         (1 <= a.plan_candidates <= 8, f"{key_prefix}.plan_candidates", "must be from 1 (one plan, no choice) to 8"),
+        (1 <= a.answer_candidates <= 8, f"{key_prefix}.answer_candidates",
+         "must be from 1 (one plan researched, no choice) to 8"),
         (
             a.sparse_memory_planner in ("manager", "planner"),
             f"{key_prefix}.sparse_memory_planner",

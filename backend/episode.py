@@ -36,16 +36,18 @@ from backend.events import (
 from backend.executor import ExecutorSession
 from backend.judge import CORRECT, FROM_FEEDBACK, Judge, Verdict, image_text_verdict
 from backend.llm.base import ChatModel
+from backend.llm.memo import RepeatedCalls
 from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.plan_selection import PLAN_SAMPLE_TEMPERATURE, most_like_past, numbered
 from backend.planner import Blueprint, Planner
 from backend.provenance import RESEARCH, Provenance
+from backend.reader import chosen_run
 from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
-from backend.answer_match import answer_contains
+from backend.answer_match import answer_contains, normalize_answer
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
 from backend.hops import (Hop, answering_hop, fill, hops_from, subjects_of, weakest, worked_examples_shown,
                           yes_no_answer)
@@ -78,6 +80,7 @@ class EpisodeSettings:
     strategies_by_type: bool = False
     plan_shape: str = "subquestions"  # "subquestions" | "steps" (backend.hops)
     plan_candidates: int = 1  # plans written per question, the one most like past successful plans followed
+    answer_candidates: int = 1  # plans researched per question, the reader choosing among their answers
     decompose_unstated: bool = False  # agent.decompose_unstated: reflection on a one-hop plan's unstated answer
     taught_min_similarity: float = 0.85
     caption_min_similarity: float = 0.92
@@ -114,6 +117,7 @@ class EpisodeSettings:
             strategies_by_type=agent.strategies_by_type,
             plan_shape=agent.plan_shape,
             plan_candidates=agent.plan_candidates,
+            answer_candidates=agent.answer_candidates,
             decompose_unstated=agent.decompose_unstated,
             taught_min_similarity=agent.taught_min_similarity,
             caption_min_similarity=agent.caption_min_similarity,
@@ -251,10 +255,18 @@ class EpisodeLoop:
         s = self.settings
         return planner_memories(manager, episode.question, episode.namespace, caption, s, self.method.shows_strategies)
 
-    def _chosen_blueprint(self, write: Callable[[float], Blueprint], successful: list[dict]) -> tuple[Blueprint, str | None]:
+    def _chosen_blueprint(self, write: Callable[[float], Blueprint], successful: list[dict],
+                          candidate: tuple[int, int] | None = None) -> tuple[Blueprint, str | None]:
         """The plan to follow: the one written greedily; with agent.plan_candidates > 1 and past
         successful plans to compare with, the one of that many (the rest sampled) most like them, and
-        a line saying so."""
+        a line saying so. One of several plans researched (`candidate`: its number and how many,
+        agent.answer_candidates) is sampled after the first, and says which it is."""
+        if candidate is not None:
+            number, count = candidate
+            if number > 1:
+                return (write(PLAN_SAMPLE_TEMPERATURE),
+                        f"plan {number} of {count} researched (sampled); the reader chooses among their answers")
+            return write(0.0), f"plan 1 of {count} researched (written greedily); the reader chooses among their answers"
         first = write(0.0)
         count = self.settings.plan_candidates
         past = [memory.get("plan") or "" for memory in successful]
@@ -316,6 +328,9 @@ class EpisodeLoop:
         outcome = self.outcome = EpisodeOutcome(taught=taught)
         if taught is not None:
             yield from self._from_taught(episode, taught, caption, run_tools, deadline)
+        elif s.answer_candidates > 1 and method.plans and episode.plan_steps is None:
+            yield from self._research_candidates(episode, planner, successful, failed, caption, run_tools, deadline)
+            outcome = self.outcome
         else:
             yield from self._research(episode, planner, successful, failed, caption, run_tools, deadline)
         answer = outcome.answer
@@ -330,16 +345,53 @@ class EpisodeLoop:
             verdict = self.judge.evaluate_without_ground_truth(question, answer, outcome.session.passages)
         yield from self._finish(episode, outcome, verdict, manager, caption, successful + failed)
 
+    def _research_candidates(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
+                             caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
+        """agent.answer_candidates: the question researched from that many plans, the first written greedily
+        (the run without this setting), the rest sampled, each in a session of its own. An Executor turn an
+        earlier plan already took is read again, not computed (backend.llm.memo). The reader then chooses
+        among the distinct answers from every plan's passages together (backend.reader.chosen_run), and the
+        run goes on (verdict, memory) with the chosen plan's research. An answer read from the question's
+        image text ends it after the first: every plan would read the same."""
+        count, executor = self.settings.answer_candidates, self.models["executor"]
+        self.models["executor"] = RepeatedCalls(executor)
+        outcomes: list[EpisodeOutcome] = []
+        try:
+            for number in range(1, count + 1):
+                if outcomes and (outcomes[0].from_image_text or outcomes[-1].session.limit_reached(deadline)):
+                    break
+                self.outcome = EpisodeOutcome(taught=self.outcome.taught)
+                yield from self._research(episode, planner, successful, failed, caption, run_tools, deadline,
+                                          candidate=(number, count))
+                outcomes.append(self.outcome)
+        finally:
+            self.models["executor"] = executor
+        answers = [outcome.answer for outcome in outcomes]
+        chosen = chosen_run(executor, episode.question, answers, [outcome.session.passages for outcome in outcomes])
+        if chosen is None:
+            self.outcome = outcomes[0]
+            return
+        self.outcome = outcomes[chosen]
+        session = self.outcome.session
+        distinct = len({normalize_answer(answer) for answer in answers if normalize_answer(answer)})
+        yield Recovery(self.run_id, turn=session.turn_count, reason=f"{len(outcomes)} plans researched gave {distinct} answers",
+                       action=f"{answers[chosen]!r} (plan {chosen + 1}) chosen by the reader from every plan's passages",
+                       routine=True)
+        yield session.answer_with(answers[chosen])
+
     def _research(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
-                  caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
-        """Plan, execute, reflect and replan: the answer goes to `self.outcome`."""
+                  caption: str | None, run_tools: dict, deadline: float,
+                  candidate: tuple[int, int] | None = None) -> Iterator[Event]:
+        """Plan, execute, reflect and replan: the answer goes to `self.outcome`. `candidate`: which of
+        several plans researched this is (_research_candidates)."""
         s, method, run_id, question, outcome = self.settings, self.method, self.run_id, episode.question, self.outcome
         if s.image_text_first and method.plans and self._image_text and episode.plan_steps is None:
             answered = yield from self._answer_from_image_text(episode, caption, run_tools)
             if answered:
                 return
         if s.plan_shape == "subquestions" and (method.plans or episode.plan_steps is not None):
-            yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline)
+            yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline,
+                                              candidate)
             return
         steps_done: list[str] = []
         if episode.plan_steps is not None:
@@ -350,7 +402,7 @@ class EpisodeLoop:
             tools_text = tool_names_line(run_tools.values())
             blueprint, chosen = self._chosen_blueprint(
                 lambda temperature: first_planner.plan(question, memories_text, tools_text, caption, temperature),
-                successful)
+                successful, candidate)
             plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
                              planner_model=f"{first_planner.model.role}: {first_planner.model.name}", chosen=chosen)
             outcome.plans.append(plan)
@@ -409,7 +461,8 @@ class EpisodeLoop:
         return True
 
     def _research_by_hops(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
-                          caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
+                          caption: str | None, run_tools: dict, deadline: float,
+                          candidate: tuple[int, int] | None = None) -> Iterator[Event]:
         """A plan of sub-questions (backend.hops): each hop researched and read on its own, earlier
         answers filled into later hops; reflection checks each hop's answer against a retrieved sentence
         and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
@@ -427,7 +480,8 @@ class EpisodeLoop:
             worked = (episode.memory_text if episode.memory_text is not None
                       else worked_examples_shown(successful, failed))
             blueprint, chosen = self._chosen_blueprint(
-                lambda temperature: first_planner.decompose(question, worked, caption, temperature), successful)
+                lambda temperature: first_planner.decompose(question, worked, caption, temperature), successful,
+                candidate)
             plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
                              planner_model=f"{first_planner.model.role}: {first_planner.model.name}", chosen=chosen)
             outcome.plans.append(plan)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from backend import protocol
+from backend.answer_match import normalize_answer
 from backend.protocol import clean_query
 from backend.events import Event, ExecutorThought, Recovery, TextDelta
 from backend.evidence import choice_options, closed_options, evidence_lines, quoted_sentence
@@ -49,6 +50,23 @@ def choose_among_answers(model: ChatModel, question: str, candidates: list[str],
     evidence = protocol.neutralise("\n".join(line for _, line in lines))
     ask = prompts.CANDIDATES_ASK.format(candidates="; ".join(candidates))
     return choose_option(model, prompts.reader_messages(evidence, question, ask), candidates, prompts.CHOICE_PREFILL)
+
+
+def chosen_run(model: ChatModel, question: str, answers: list[str], passages: list[list[dict]]) -> int | None:
+    """The first of several runs' answers to one question giving the answer the model chooses among the
+    distinct ones (choose_among_answers, every run's passages read together); None when fewer than two
+    distinct answers were given (nothing to choose: no model call)."""
+    first_of: dict[str, int] = {}
+    for i, answer in enumerate(answers):
+        key = normalize_answer(answer)
+        if key and key not in first_of:
+            first_of[key] = i
+    if len(first_of) < 2:
+        return None
+    indices = list(first_of.values())
+    candidates = [answers[i].strip() for i in indices]
+    choice = choose_among_answers(model, question, candidates, [p for run in passages for p in run])
+    return indices[candidates.index(choice.label)]
 
 
 class AnswerReading:

@@ -278,4 +278,7 @@ def with_later_defaults(manifest: dict) -> dict:
         # Before a choice among plans and the image-text-first read, every run wrote one plan and planned first.
         manifest["agent"].setdefault("plan_candidates", 1)
         manifest["agent"].setdefault("image_text_first", False)
+        # Before them every run researched one plan and never decomposed a one-hop plan again.
+        manifest["agent"].setdefault("answer_candidates", 1)
+        manifest["agent"].setdefault("decompose_unstated", False)
     return manifest

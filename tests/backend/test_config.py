@@ -93,6 +93,11 @@ def test_overrides_are_validated():
         with_overrides(config, memory_k=0)
     with pytest.raises(ConfigError, match=r"agent.plan_candidates: must be from 1 \(one plan, no choice\) to 8"):
         with_overrides(config, plan_candidates=9)
+    with pytest.raises(ConfigError, match=r"agent.answer_candidates: must be from 1 \(one plan researched, no choice\) to 8"):
+        with_overrides(config, answer_candidates=0)
+    # Each plan researched may take a round of turns: the call budget grows with them.
+    assert (with_overrides(config, answer_candidates=3).agent.llm_calls_for(ModelTraits())
+            == 3 * config.agent.llm_calls_for(ModelTraits()))
 
 
 def test_rewards_and_memory_weights_default_to_the_papers():

@@ -444,3 +444,35 @@ def test_of_several_decompositions_written_the_one_most_like_a_past_success_is_f
     assert plan.steps == parse_subquestions(DECOMPOSITION) and plan.chosen.startswith("plan 2 of 2 written")
     assert [e.answer for e in events if isinstance(e, HopAnswered)] == ["Fyre Festival", "Great Exuma"]
     store.close()
+
+
+ISLAND = ("1. Which music festival was Billy McFarland charged with wire fraud for?\n"
+          "2. On which island was #1 supposed to take place?")
+
+
+def test_several_plans_researched_answer_with_the_one_the_reader_chooses_from_all_their_passages(ask):
+    # The greedy plan's second hop reads "New York"; a sampled plan asks for the island and reads "Great Exuma".
+    events = ask(FESTIVAL, [DECOMPOSITION, ISLAND], ["Fyre Festival", "New York", "New York", "Great Exuma"],
+                 choices=["Great Exuma"], answer_candidates=2, reflections=0)
+    plans = [e for e in events if isinstance(e, PlanReady)]
+    assert [p.steps[1] for p in plans] == ["Where was #1 supposed to take place?", "On which island was #1 supposed to take place?"]
+    assert plans[0].chosen.startswith("plan 1 of 2 researched") and plans[1].chosen.startswith("plan 2 of 2 researched (sampled)")
+    chose = ask.models["executor"].prompts[-1][-1]["content"]
+    assert "Candidate answers: New York; Great Exuma." in chose and "Fyre Festival:" in chose  # every plan's passages
+    recovery = next(e for e in events if isinstance(e, Recovery) and "plans researched" in e.reason)
+    assert recovery.reason == "2 plans researched gave 2 answers" and "'Great Exuma' (plan 2)" in recovery.action
+    answer = [e for e in events if isinstance(e, AnswerReady)][-1]
+    assert answer.text == "Great Exuma" and answer.sources
+    stored = ask.store.get(next(e for e in events if isinstance(e, MemoryStored)).memory_id, namespace="alice")
+    assert stored.correct and [h["answer"] for h in stored.provenance["decomposition"]] == ["Fyre Festival", "Great Exuma"]
+    assert "On which island" in stored.plan  # the memory keeps the chosen plan's research
+    assert "plan 2 of 2 researched" in transcript_of(events).trace_html()
+
+
+def test_plans_researched_alike_take_no_choice_and_repeat_no_executor_call(ask):
+    events = ask(FESTIVAL, [DECOMPOSITION, DECOMPOSITION], ["Fyre Festival", "Great Exuma"], answer_candidates=2,
+                 reflections=0)
+    assert len([e for e in events if isinstance(e, PlanReady)]) == 2
+    assert len(ask.models["executor"].prompts) == 2  # the second plan's turns are the first's, read again
+    assert not any(isinstance(e, Recovery) and "plans researched" in e.reason for e in events)
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"

@@ -4,8 +4,8 @@ The paper's test-time protocol reports one answer per incoming question before t
 ground truth scores anything. "memory": the rollout whose plan is most like the plans of past
 successful memories (cosine of their embeddings; with no such memory, the majority); "majority": the
 answer most rollouts gave (ties: the earliest rollout); "reader": the Executor's reader chooses
-among the distinct answers, reading every rollout's passages together (backend.reader.
-choose_among_answers). Rollouts without an answer are chosen last.
+among the distinct answers, reading every rollout's passages together (backend.reader.chosen_run,
+which the app's agent.answer_candidates uses too). Rollouts without an answer are chosen last.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from backend.answer_match import normalize_answer
 from backend.config import SELECTIONS
 from backend.llm.base import ChatModel
 from backend.plan_selection import most_like_past
-from backend.reader import choose_among_answers
+from backend.reader import chosen_run
 
 
 @dataclass
@@ -52,19 +52,9 @@ def by_memory(answers: Sequence[str], plans: Sequence[str], past_plans: Sequence
 
 def by_reader(rollouts: Rollouts, reader: ChatModel) -> int:
     """The first rollout giving the answer the reader chooses among the distinct ones, from every
-    rollout's passages; the majority when the rollouts agree (no model call)."""
-    first_of: dict[str, int] = {}
-    for i, answer in enumerate(rollouts.answers):
-        key = normalize_answer(answer)
-        if key and key not in first_of:
-            first_of[key] = i
-    if len(first_of) < 2:
-        return by_majority(rollouts.answers)
-    indices = list(first_of.values())
-    candidates = [rollouts.answers[i].strip() for i in indices]
-    pooled = [passage for passages in rollouts.passages for passage in passages]
-    choice = choose_among_answers(reader, rollouts.question, candidates, pooled)
-    return indices[candidates.index(choice.label)]
+    rollout's passages (backend.reader.chosen_run); the majority when the rollouts agree (no model call)."""
+    chosen = chosen_run(reader, rollouts.question, rollouts.answers, rollouts.passages)
+    return by_majority(rollouts.answers) if chosen is None else chosen
 
 
 def select_reported(rollouts: Rollouts, *, how: str, past_plans: Sequence[str] = (),

@@ -87,7 +87,8 @@ def test_a_folder_from_before_strategies_by_type_resumes_as_run_without_them(smo
         check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), with_strategies)
 
 
-@pytest.mark.parametrize(("setting", "off", "other"), [("plan_candidates", 1, 3), ("image_text_first", False, True)])
+@pytest.mark.parametrize(("setting", "off", "other"), [("plan_candidates", 1, 3), ("image_text_first", False, True),
+                                                   ("answer_candidates", 1, 3), ("decompose_unstated", False, True)])
 def test_a_folder_from_before_a_later_agent_setting_resumes_as_run_with_it_off(smoke_results, eval_config, tmp_path,
                                                                             setting, off, other):
     eval_config = replace(eval_config, agent=replace(eval_config.agent, **{setting: off}))
