@@ -59,6 +59,7 @@ def make_learner(tmp_path, tiny_model_dir, tiny_model, wiki_tools, store):
         promotions = overrides.pop("promotions", None)
         queue = overrides.pop("queue", None)
         shape = overrides.pop("plan_shape", None)
+        app_settings = overrides.pop("app_settings", EpisodeSettings(guided=True, plan_shape=shape) if shape else None)
         executor = overrides.pop("executor_model", tiny_model)
         root = overrides.pop("root", tmp_path / "ttrl")
         return TestTimeLearner(
@@ -66,7 +67,7 @@ def make_learner(tmp_path, tiny_model_dir, tiny_model, wiki_tools, store):
             executor_model=executor, judge_model=tiny_model, manager=Manager(tiny_model, store),
             tools=wiki_tools, canary_path=CANARY, feedback_queue=queue,
             on_promote=promotions.append if promotions is not None else None, guided=True,
-            app_settings=EpisodeSettings(guided=True, plan_shape=shape) if shape else None,
+            app_settings=app_settings,
         )
 
     return make
