@@ -360,10 +360,15 @@ class EpisodeLoop:
             for number in range(1, count + 1):
                 if outcomes and (outcomes[0].from_image_text or outcomes[-1].session.limit_reached(deadline)):
                     break
-                self.outcome = EpisodeOutcome(taught=self.outcome.taught)
+                self.outcome = EpisodeOutcome()
                 yield from self._research(episode, planner, successful, failed, caption, run_tools, deadline,
                                           candidate=(number, count))
                 outcomes.append(self.outcome)
+        except StopRequested:
+            unanswered = self.outcome.session is None or not self.outcome.session.answer
+            if outcomes and unanswered:  # stopped early in a later plan: the answer so far is the first plan's
+                self.outcome = outcomes[0]
+            raise
         finally:
             self.models["executor"] = executor
         answers = [outcome.answer for outcome in outcomes]

@@ -476,3 +476,27 @@ def test_plans_researched_alike_take_no_choice_and_repeat_no_executor_call(ask):
     assert len(ask.models["executor"].prompts) == 2  # the second plan's turns are the first's, read again
     assert not any(isinstance(e, Recovery) and "plans researched" in e.reason for e in events)
     assert [e for e in events if isinstance(e, AnswerReady)][-1].text == "Great Exuma"
+
+
+def test_stopped_while_a_later_plan_is_written_the_run_ends_with_the_first_plans_answer(tmp_path, shared_tools, embedder,
+                                                                                     scripted_model_class):
+    import threading
+
+    from backend.events import RunFinished
+
+    config = scripted_config(tmp_path, plan_shape="subquestions", min_memory_similarity=-1.0, answer_candidates=3)
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    models = dict(planner=scripted_model_class("planner", [DECOMPOSITION, ISLAND, ISLAND]),
+                  executor=scripted_model_class("executor", ["Fyre Festival", "Great Exuma"]),
+                  judge=scripted_model_class("judge"), manager=scripted_model_class("manager"))
+    agent = ResearchAgent(config, models=models, tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+    stop, events = threading.Event(), []
+    for event in agent.run(RunRequest(FESTIVAL, namespace="alice", ground_truth="Great Exuma"), stop_requested=stop.is_set):
+        events.append(event)
+        if isinstance(event, AnswerReady):
+            stop.set()  # Stop pressed once the first plan's answer shows: the second plan is never written
+    store.close()
+    assert len([e for e in events if isinstance(e, PlanReady)]) == 1 and len(models["planner"].outputs) == 2
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.stopped and finished.answer == "Great Exuma"
+    assert [e for e in events if isinstance(e, AnswerReady)][-1].reason == "stopped by the user"
