@@ -145,6 +145,8 @@ def test_the_table_pairs_each_way_of_selecting_on_the_same_rollouts_and_bounds_t
     assert "| k4-none, reported by majority | 4 | 25.0% | +0.0 pts (4 paired) |" in text
     assert "| k4-none, reported by memory |" not in text  # the row's own selection is the variant's row
     assert "| k4-none, any rollout right (ground truth; a bound) | 4 | 75.0% | +50.0 pts (4 paired) |" in text
+    digest = read_stream(tmp_path / "k4-none", "k4-none").digest
+    assert text.count(f"`{digest}`") == 4  # each row computed from the one rows file, named by its checksum
 
 
 def test_a_rollout_researches_one_plan_whatever_the_app_researches(make_learner):

@@ -70,7 +70,7 @@ def other_selections(folder: Path, label: str) -> list[Variant]:
     """The same rollouts reported another way (a row's "selected": every way of selecting, paired on the
     same questions; training.ttrl.selection), and the best of each question's rollouts, which needs the
     ground truth: how much any selection could gain."""
-    rows = _stream_rows(folder)
+    rows, digest = _stream_rows(folder), _digest(folder / "ttrl" / "signals.jsonl")
     ways = [how for how in dict.fromkeys(how for r in rows for how in r.get("selected", {}))
             if any(r.get("selection") != how for r in rows)]
     variants = []
@@ -78,10 +78,10 @@ def other_selections(folder: Path, label: str) -> list[Variant]:
         picked = {r["source"][len(STREAM_PREFIX):]: bool(r["selected"][how]["correct"])
                   for r in rows if r.get("selected", {}).get(how, {}).get("correct") is not None}
         if picked:
-            variants.append(Variant(label=f"{label}, reported by {how}", correct=picked))
+            variants.append(Variant(label=f"{label}, reported by {how}", correct=picked, digest=digest))
     if rows and all("correct" in r for r in rows):
         variants.append(Variant(label=f"{label}, any rollout right (ground truth; a bound)",
-                                correct={r["source"][len(STREAM_PREFIX):]: r["correct"] > 0 for r in rows}))
+                                correct={r["source"][len(STREAM_PREFIX):]: r["correct"] > 0 for r in rows}, digest=digest))
     return variants
 
 
