@@ -51,8 +51,9 @@ QUOTE_PREFILL = "Sentence:"
 # Said when an open question asks where: a small model answers with the thing the question is about
 # ("Greenland shark", "State Capitol") rather than its place (backend.reader).
 A_PLACE = " The answer is a place."
-# Choosing among several runs' answers to one question (a test-time stream's rollouts), from their
-# pooled evidence: each candidate is then scored as the reply (backend.reader.choose_among_answers).
+# Choosing among several runs' answers to one question (a test-time stream's rollouts, the plans of
+# agent.answer_candidates), from their pooled evidence: each candidate is scored as the reply
+# (backend.reader.choose_among_answers).
 CANDIDATES_ASK = ("Candidate answers: {candidates}.\n"
                   "Which candidate does the evidence state as the answer? Reply with that candidate only.")
 # Said when an open answer read is what the question itself names (its subject, not its answer).
