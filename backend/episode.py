@@ -43,11 +43,11 @@ from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.plan_selection import PLAN_SAMPLE_TEMPERATURE, most_like_past, numbered
 from backend.planner import Blueprint, Planner
 from backend.provenance import RESEARCH, Provenance
-from backend.reader import chosen_run
+from backend.reader import chosen_run, first_of_each_answer
 from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
-from backend.answer_match import answer_contains, normalize_answer
+from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
 from backend.hops import (Hop, answering_hop, fill, hops_from, subjects_of, weakest, worked_examples_shown,
                           yes_no_answer)
@@ -378,7 +378,7 @@ class EpisodeLoop:
             return
         self.outcome = outcomes[chosen]
         session = self.outcome.session
-        distinct = len({normalize_answer(answer) for answer in answers if normalize_answer(answer)})
+        distinct = len(first_of_each_answer(answers))
         yield Recovery(self.run_id, turn=session.turn_count, reason=f"{len(outcomes)} plans researched gave {distinct} answers",
                        action=f"{answers[chosen]!r} (plan {chosen + 1}) chosen by the reader from every plan's passages",
                        routine=True)

@@ -52,18 +52,24 @@ def choose_among_answers(model: ChatModel, question: str, candidates: list[str],
     return choose_option(model, prompts.reader_messages(evidence, question, ask), candidates, prompts.CHOICE_PREFILL)
 
 
-def chosen_run(model: ChatModel, question: str, answers: list[str], passages: list[list[dict]]) -> int | None:
-    """The first of several runs' answers to one question giving the answer the model chooses among the
-    distinct ones (choose_among_answers, every run's passages read together); None when fewer than two
-    distinct answers were given (nothing to choose: no model call)."""
+def first_of_each_answer(answers: list[str]) -> list[int]:
+    """The index of the first run giving each distinct answer (as normalize_answer compares them); runs
+    without an answer are left out."""
     first_of: dict[str, int] = {}
     for i, answer in enumerate(answers):
         key = normalize_answer(answer)
         if key and key not in first_of:
             first_of[key] = i
-    if len(first_of) < 2:
+    return list(first_of.values())
+
+
+def chosen_run(model: ChatModel, question: str, answers: list[str], passages: list[list[dict]]) -> int | None:
+    """The first of several runs' answers to one question giving the answer the model chooses among the
+    distinct ones (choose_among_answers, every run's passages read together); None when fewer than two
+    distinct answers were given (nothing to choose: no model call)."""
+    indices = first_of_each_answer(answers)
+    if len(indices) < 2:
         return None
-    indices = list(first_of.values())
     candidates = [answers[i].strip() for i in indices]
     choice = choose_among_answers(model, question, candidates, [p for run in passages for p in run])
     return indices[candidates.index(choice.label)]

@@ -46,9 +46,10 @@ def _digest(path: Path) -> str:
     return file_digest(path)[:16] or "-"
 
 
-def read_stream(folder: Path, label: str) -> Variant:
+def read_stream(folder: Path, label: str, rows: list[dict] | None = None) -> Variant:
+    """A stream's row; `rows`: its signals already read (_stream_rows)."""
     signals = folder / "ttrl" / "signals.jsonl"
-    rows = _stream_rows(folder)
+    rows = _stream_rows(folder) if rows is None else rows
     versions = []
     for meta in sorted((folder / "ttrl" / "versions").glob("v*/meta.json")):
         versions.append(json.loads(meta.read_text(encoding="utf-8")))
@@ -66,11 +67,10 @@ def read_stream(folder: Path, label: str) -> Variant:
     )
 
 
-def other_selections(folder: Path, label: str) -> list[Variant]:
+def other_selections(rows: list[dict], label: str, digest: str) -> list[Variant]:
     """The same rollouts reported another way (a row's "selected": every way of selecting, paired on the
     same questions; training.ttrl.selection), and the best of each question's rollouts, which needs the
-    ground truth: how much any selection could gain."""
-    rows, digest = _stream_rows(folder), _digest(folder / "ttrl" / "signals.jsonl")
+    ground truth: how much any selection could gain. `digest`: the rows file's."""
     ways = [how for how in dict.fromkeys(how for r in rows for how in r.get("selected", {}))
             if any(r.get("selection") != how for r in rows)]
     variants = []
@@ -110,7 +110,9 @@ def read_variants(folder: Path, limit: int | None = None) -> list[Variant]:
     label = folder.name
     if (folder / "rows.jsonl").is_file():
         return [read_evaluation(folder, label, limit)]
-    return [read_stream(folder, label), *other_selections(folder, label)]
+    rows = _stream_rows(folder)
+    stream = read_stream(folder, label, rows)
+    return [stream, *other_selections(rows, label, stream.digest)]
 
 
 def _percent(value: float) -> str:
