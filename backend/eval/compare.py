@@ -12,7 +12,7 @@ from backend.eval.losses import CAUSES, HOP_CAUSES, LossBreakdown, loss_breakdow
 from backend.eval.metrics import rolling_accuracy, running_accuracy
 from backend.eval.report import METRICS_HEADER, file_digest, metrics_table_row, rows_in_scope, summarize, with_first_answer
 from backend.eval.results import EvalRow, ResultsFile
-from backend.eval.significance import paired_comparison
+from backend.eval.significance import PairedComparison, paired_comparison, questions_for_power
 from backend.eval.spec import ROWS_FILE, EvalError, read_manifest
 
 log = logging.getLogger(__name__)
@@ -93,19 +93,27 @@ def paired_table(entries: list[tuple[Path, dict, dict, list[EvalRow]]]) -> list[
     reference_label, reference_rows = entries[0][1]["label"], entries[0][3]
     lines = [
         f"Paired against {reference_label} (questions matched by id; exact McNemar on the questions only one "
-        "got right; 95% bootstrap interval of the difference, 10,000 resamples):",
+        "got right; 95% bootstrap interval of the difference, 10,000 resamples; questions needed: how many "
+        "paired questions would find a gain this large with 80% power at p < 0.05, none where it is not ahead):",
         "",
-        "| evaluation | paired | both right | only this | only the reference | difference | 95% interval | McNemar p |",
-        "|---|---|---|---|---|---|---|---|",
+        "| evaluation | paired | both right | only this | only the reference | difference | 95% interval | McNemar p "
+        "| questions needed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for _, manifest, _, rows in entries[1:]:
         c = paired_comparison(reference_rows, rows)
         low, high = c.interval
         lines.append(
             f"| {manifest['label']} | {c.questions} | {c.both_right} | {c.only_this} | {c.only_reference} "
-            f"| {100 * c.difference:+.1f} pts | {100 * low:+.1f} to {100 * high:+.1f} | {c.p_value:.3f} |"
+            f"| {100 * c.difference:+.1f} pts | {100 * low:+.1f} to {100 * high:+.1f} | {c.p_value:.3f} "
+            f"| {_questions_needed(c)} |"
         )
     return lines
+
+
+def _questions_needed(c: PairedComparison) -> str:
+    size = questions_for_power(c.only_this, c.only_reference, c.questions)
+    return "none" if size is None else f"{size:,}"
 
 
 def loss_table(breakdowns: list[tuple[str, LossBreakdown]], *, labelled: bool) -> list[str]:

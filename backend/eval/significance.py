@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from math import comb
+from math import ceil, comb, sqrt
+from statistics import NormalDist
 
 from backend.eval.results import EvalRow
 
@@ -19,6 +20,21 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
         return 1.0
     tail = sum(comb(n, i) for i in range(min(only_first, only_second) + 1))
     return min(1.0, 2 * tail / 2**n)
+
+
+def questions_for_power(only_this: int, only_reference: int, questions: int, *, alpha: float = 0.05,
+                        power: float = 0.8) -> int | None:
+    """How many paired questions a comparison needs for McNemar's test to find, with probability
+    `power` at two-sided level `alpha`, a difference as large as the one observed (`only_this` and
+    `only_reference` of `questions` right on one side only): Connor's sample size for paired
+    proportions (Biometrics 43, 1987). None when this side is not ahead, so no size would show it."""
+    if questions <= 0 or only_this <= only_reference:
+        return None
+    discordant = (only_this + only_reference) / questions
+    effect = (only_this - only_reference) / questions
+    z_alpha, z_power = NormalDist().inv_cdf(1 - alpha / 2), NormalDist().inv_cdf(power)
+    root = z_alpha * sqrt(discordant) + z_power * sqrt(discordant - effect**2)
+    return ceil(root**2 / effect**2)
 
 
 def bootstrap_interval(differences: list[int], *, resamples: int = 10_000, level: float = 0.95,

@@ -97,6 +97,7 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     (learned / "peak_rss_kb.txt").write_text("6120000\n7450000\n")  # two runs of the stream
     text = write_table([reference, learned], "k4-none", tmp_path / "table").read_text()
     assert "| k4-grpo | 4 | 100.0% | +50.0 pts (4 paired) |" in text and "| 1 (1) | 120 | 7.45 |" in text
+    assert "| 0.500 | 14 | 10 |" in text  # McNemar on 2 against 0; 14 questions would show such a gain reliably
     assert "| 10 | 0 (0) | - | - |" in text  # the reference: no update, no peak recorded
     assert "McNemar" in text and "k4-grpo: 0.40" in text
     assert np.isclose(read_stream(reference, "k4-none").seconds_per_signal, 10.0)
@@ -107,7 +108,7 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     for index, correct in [(5, True), (0, True), (1, False), (2, False), (3, False), (4, True)]:
         results.append(make_row(index, correct=correct, wall=20.0 if index < 4 else 90.0, llm=1.0, tool=1.0, id=f"q{index}"))
     text = write_table([reference, evaluation], "k4-none", tmp_path / "cut", limit=4).read_text()
-    assert "| none | 4 | 25.0% | -25.0 pts (4 paired) |" in text and "| 20 | 0 (0) |" in text
+    assert "| none | 4 | 25.0% | -25.0 pts (4 paired) |" in text and "| none | 20 | 0 (0) |" in text  # behind: no size
 
 
 def test_a_variant_streaming_the_same_questions_reads_the_executor_turns_another_made(make_learner, tiny_model,

@@ -23,7 +23,7 @@ from pathlib import Path
 from backend.eval.compare import plot_learning_curves
 from backend.eval.report import file_digest, rows_in_scope
 from backend.eval.results import ResultsFile
-from backend.eval.significance import bootstrap_interval, mcnemar_exact
+from backend.eval.significance import bootstrap_interval, mcnemar_exact, questions_for_power
 
 STREAM_PREFIX = "stream:"
 PEAK_FILE = "peak_rss_kb.txt"  # one line per run of the stream: its peak resident set in kB (GNU time's %M)
@@ -122,17 +122,19 @@ def _percent(value: float) -> str:
 def table(variants: list[Variant], reference: Variant) -> list[str]:
     lines = [
         f"Paired against {reference.label} by question id: exact McNemar on the questions only one of the two "
-        "got right, 95% bootstrap interval of the accuracy difference.",
+        "got right, 95% bootstrap interval of the accuracy difference. \"Questions needed\": how long a stream "
+        "must be for McNemar to find a gain as large as this one with 80% power at p < 0.05 (Connor 1987; "
+        "none where the variant is not ahead).",
         "",
-        "| variant | N | reported right | vs reference | 95% interval | McNemar p | s/signal | updates (promoted) "
-        "| s/update | peak GB | rows sha256 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| variant | N | reported right | vs reference | 95% interval | McNemar p | questions needed | s/signal "
+        "| updates (promoted) | s/update | peak GB | rows sha256 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for v in variants:
         shared = [q for q in v.correct if q in reference.correct]
         accuracy = sum(v.correct.values()) / len(v.correct) if v.correct else 0.0
         if v is reference or not shared:
-            versus, interval, p = "-", "-", "-"
+            versus, interval, p, needed = "-", "-", "-", "-"
         else:
             differences = [int(v.correct[q]) - int(reference.correct[q]) for q in shared]
             low, high = bootstrap_interval(differences)
@@ -141,10 +143,12 @@ def table(variants: list[Variant], reference: Variant) -> list[str]:
             versus = f"{100 * sum(differences) / len(shared):+.1f} pts ({len(shared)} paired)"
             interval = f"[{100 * low:+.1f}, {100 * high:+.1f}]"
             p = f"{mcnemar_exact(only_this, only_reference):.3f}"
+            size = questions_for_power(only_this, only_reference, len(shared))
+            needed = "none" if size is None else f"{size:,}"
         per_signal = f"{v.seconds_per_signal:.0f}" if v.seconds_per_signal is not None else "-"
         per_update = f"{v.seconds_per_update:.0f}" if v.seconds_per_update is not None else "-"
         peak = f"{v.peak_gb:.2f}" if v.peak_gb is not None else "-"
-        lines.append(f"| {v.label} | {len(v.correct)} | {_percent(accuracy)} | {versus} | {interval} | {p} | "
+        lines.append(f"| {v.label} | {len(v.correct)} | {_percent(accuracy)} | {versus} | {interval} | {p} | {needed} | "
                      f"{per_signal} | {v.updates} ({v.promoted}) | {per_update} | {peak} | `{v.digest}` |")
     rewards = [v for v in variants if v.rewards_per_update]
     if rewards:

@@ -11,6 +11,7 @@ from backend.eval.__main__ import main
 from backend.eval.compare import COMPARE_MD, CURVE_PNG, compare
 from backend.eval.report import SUMMARY_JSON, SUMMARY_MD, write_summary
 from backend.eval.results import ResultsFile
+from backend.eval.significance import questions_for_power
 from backend.eval.spec import ROWS_FILE
 
 
@@ -71,6 +72,8 @@ def test_compare_two_folders_writes_a_table_and_a_plot(smoke_results, tmp_path):
     assert "Paired against mia (cold)" in text
     paired = next(line for line in text.splitlines() if line.startswith("| none (cold) | 3 |") and "pts" in line)
     assert paired.split(" | ")[3:5] == [str(only_none), str(only_mia)]
+    needed = questions_for_power(only_none, only_mia, 3)
+    assert paired.rstrip(" |").split(" | ")[-1] == ("none" if needed is None else f"{needed:,}")
     loss_lines = text.split("Where the misses are lost")[1].splitlines()[4:6]
     assert [line.split("|")[1].strip() for line in loss_lines] == ["mia (cold)", "none (cold)"]
     for line, rows in zip(loss_lines, (mia_rows, none_rows)):

@@ -3,10 +3,12 @@ accuracy difference, checked against values worked out by hand."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from backend.eval.results import EvalRow
-from backend.eval.significance import bootstrap_interval, mcnemar_exact, paired_comparison
+from backend.eval.significance import bootstrap_interval, mcnemar_exact, paired_comparison, questions_for_power
 
 
 def row(qid: str, correct: bool) -> EvalRow:
@@ -44,3 +46,25 @@ def test_paired_comparison_matches_questions_by_id_and_ignores_unpaired_ones():
     assert c.difference == pytest.approx(0.25)
     assert c.p_value == 1.0
     assert c.interval[0] <= 0.25 <= c.interval[1]
+
+
+def _simulated_power(only_this: int, only_reference: int, questions: int, stream: int, runs: int = 400) -> float:
+    """How often exact McNemar finds p < 0.05 on `stream` questions drawn with the observed proportions."""
+    rng = random.Random(0)
+    found = 0
+    for _ in range(runs):
+        draws = [rng.random() for _ in range(stream)]
+        this = sum(u < only_this / questions for u in draws)
+        reference = sum(only_this / questions <= u < (only_this + only_reference) / questions for u in draws)
+        found += mcnemar_exact(this, reference) < 0.05
+    return found / runs
+
+
+def test_questions_for_power_is_connors_paired_sample_size_and_holds_in_simulation():
+    assert questions_for_power(10, 5, 100) == 469  # worked by hand: (1.960 * 0.387 + 0.842 * 0.384)^2 / 0.05^2
+    assert questions_for_power(12, 4, 100) == 194
+    assert questions_for_power(5, 5, 100) is None and questions_for_power(2, 6, 100) is None  # not ahead
+    assert questions_for_power(1, 0, 0) is None
+    needed = questions_for_power(12, 4, 100)
+    assert 0.7 < _simulated_power(12, 4, 100, needed) < 0.9
+    assert _simulated_power(12, 4, 100, needed // 3) < 0.5
