@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from typing import Sequence
 
+from app.learner_notice import question_running
 from backend.config import ConfigError, load_config
 from backend.events import RunFailed, StepTaken, TextDelta
 from backend.agent import RunRequest
@@ -96,17 +97,39 @@ def cmd_ask(args: argparse.Namespace) -> int:
             caption=args.caption,
             ground_truth=args.ground_truth,
         )
-        for event in runtime.agent.run(request):
-            if args.json:
-                print(json_for_terminal(event.to_dict()), flush=True)
-            elif isinstance(event, (TextDelta, StepTaken)):
-                continue  # the terminal prints each finished step as it happens instead
-            else:
-                print(event_to_text(event), flush=True)
-            failed = failed or isinstance(event, RunFailed)
+        with question_running(learner_for_ask(runtime, quiet=args.json)) as still_running:
+            for event in runtime.agent.run(request):
+                still_running()
+                if args.json:
+                    print(json_for_terminal(event.to_dict()), flush=True)
+                elif isinstance(event, (TextDelta, StepTaken)):
+                    continue  # the terminal prints each finished step as it happens instead
+                else:
+                    print(event_to_text(event), flush=True)
+                failed = failed or isinstance(event, RunFailed)
     finally:
         runtime.close()
     return 1 if failed else 0
+
+
+def learner_for_ask(runtime, *, quiet: bool = False):
+    """With test-time learning on, a question asked here is answered by the Planner version the
+    learner promoted, and the learner worker (the app's or one run on its own) gives way while it
+    runs, as for a question asked in the web app. None when learning is off."""
+    if not runtime.config.ttrl.enabled:
+        return None
+    from training.ttrl.live import worker_handle  # imports torch: only with learning on
+
+    try:
+        learner = worker_handle(runtime)
+    except Exception as exc:  # a promoted version that cannot be loaded must not stop the question
+        print(f"The learner's current Planner version could not be loaded ({exc}); the base Planner answers.",
+              file=sys.stderr, flush=True)
+        return None
+    version = learner.versions.current().number
+    if version and not quiet:
+        print(f"Planner v{version:04d} answers (test-time learning).", flush=True)
+    return learner
 
 
 def build_vectors_later(config_path: str | None, config) -> str:

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from app.auth import UserDirectory
+from app.learner_notice import question_running
 from app.readonly import ReadOnlyStore
 from app.user_files import UserFiles
 from backend.agent import ResearchAgent
 from backend.feedback import FeedbackQueue, open_feedback_queue
 from backend.runtime import Runtime
-
-log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # importing the learner pulls in torch and peft; only `serve` with learning on needs it
     from training.ttrl.learner import TestTimeLearner
@@ -54,23 +51,10 @@ class AppContext:
     def __post_init__(self) -> None:
         self.queue = open_feedback_queue(self.runtime.store, self.runtime.config.data_dir, writable=not self.read_only)
 
-    @contextmanager
     def question_running(self):
         """Around a user's run: the learner gives way while it goes (the yielded function renews that
         notice; call it as events arrive) and a version promoted meanwhile is picked up first."""
-        learner = self.learner
-        if learner is None:
-            yield lambda: None
-            return
-        try:
-            learner.sync()
-        except Exception:  # a version that cannot be loaded must not stop the question
-            log.exception("loading the promoted Planner")
-        learner.user_run_started()
-        try:
-            yield learner.user_still_running
-        finally:
-            learner.user_run_finished()
+        return question_running(self.learner)
 
     @property
     def agent(self) -> ResearchAgent:

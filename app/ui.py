@@ -226,9 +226,8 @@ def start_learning(runtime: Runtime, *, config_path: str | None = None):
         learner = build_learner(runtime)
         learner.start()
         return learner
-    from backend.feedback import open_feedback_queue
-    from training.ttrl.live import learning_root, planner_weights_source, swap_planner
-    from training.ttrl.remote import RemoteLearner, start_worker_process
+    from training.ttrl.live import learning_root, planner_weights_source, worker_handle
+    from training.ttrl.remote import start_worker_process
 
     planner_weights_source(config)  # a served Planner without ttrl.base_model_dir: the ConfigError saying what to set
     process = None
@@ -237,6 +236,4 @@ def start_learning(runtime: Runtime, *, config_path: str | None = None):
                                        log_path=learning_root(config) / "worker.log")
         print(f"Started the learner worker (pid {process.pid}; its log: {learning_root(config) / 'worker.log'}).",
               flush=True)
-    return RemoteLearner(config.ttrl, lease=runtime.store.learner_lease(ttl_s=config.ttrl.lease_ttl_s),
-                         queue=open_feedback_queue(runtime.store, config.data_dir), root=learning_root(config),
-                         on_promote=lambda version: swap_planner(runtime, version), process=process)
+    return worker_handle(runtime, process=process)

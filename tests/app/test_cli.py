@@ -91,3 +91,46 @@ def test_the_first_ask_answers_with_bm25_while_a_process_of_its_own_builds_the_v
     assert [b"--config", str(path).encode(), b"prepare", b"--search-only", b"--background"] == command[-6:-1]
     os.kill(pid, signal.SIGTERM)
     wait_until(lambda: not build_running(config), 60, "the vector build to stop on SIGTERM")
+
+
+def test_an_ask_answers_with_the_promoted_planner_while_the_learner_gives_way(
+        tmp_path, tiny_model_dir, shared_tools, embedder, capsys, monkeypatch):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    import app.render_text
+    from backend.config import load_config
+    from memory_db import MemoryStore
+    from tests.conftest import worker_config_file
+    from training.ttrl.live import learning_root
+    from training.ttrl.versions import PROMOTED, Version, VersionStore
+
+    path = worker_config_file(tmp_path, tiny_model_dir, REPO_ROOT / ".mia" / "test-cache" / "index", worker="external")
+    config = load_config(path, environ={})
+    # A version the learner worker promoted: a non-zero adapter of the tiny model.
+    torch.manual_seed(0)
+    tuned = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    adapter = learning_root(config) / "versions" / "v0001" / "adapter"
+    tuned.save_pretrained(adapter)
+    versions = VersionStore(learning_root(config))
+    versions.record(Version(1, status=PROMOTED, parent=0, adapter_dir=str(adapter)))
+    versions.make_current(1)
+
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+    lease = store.learner_lease()
+    told_to_give_way = []
+    printed = app.render_text.event_to_text
+    monkeypatch.setattr(app.render_text, "event_to_text",
+                        lambda event: (told_to_give_way.append(lease.read().users_active), printed(event))[1])
+    try:
+        assert main(["--config", str(path), "ask", "Which magazine was started first, Arthur's Magazine or First for Women?"]) == 0
+        out = capsys.readouterr().out
+        assert "Planner v0001 answers (test-time learning).\n" in out and "\nDone: " in out
+        assert told_to_give_way and all(told_to_give_way)  # every event printed while the worker was told to wait
+        assert not lease.read().users_active  # and it may go on once the answer is given
+        [memory] = store.list(namespace="default")
+        assert memory.provenance["models"]["planner"].endswith("+v0001")  # the promoted version planned
+    finally:
+        store.close()

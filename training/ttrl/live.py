@@ -24,6 +24,8 @@ from backend.runtime import Runtime, make_chat_model
 from backend.tools.base import offered_tools
 from training.ttrl.learner import TestTimeLearner
 from training.ttrl.memory_fit import MemoryNeed, learner_need, require_memory
+from training.ttrl.remote import RemoteLearner
+from training.ttrl.supervisor import WorkerSupervisor
 from training.ttrl.versions import Version
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,16 @@ def swap_planner(runtime: Runtime, version: Version) -> None:
     """Between questions: runs in progress hold their own reference to the old model."""
     runtime.agent.models["planner"] = planner_model_for(runtime.config, version)
     log.info("Planner %s is now answering", version.name)
+
+
+def worker_handle(runtime: Runtime, *, process: WorkerSupervisor | None = None) -> RemoteLearner:
+    """An app process's handle on the deployment's learner worker (`process`: the one this app started;
+    None: a worker run elsewhere): promoted Planner versions are swapped in between questions, and a
+    running question asks the worker to give way, through the database."""
+    config = runtime.config
+    return RemoteLearner(config.ttrl, lease=runtime.store.learner_lease(ttl_s=config.ttrl.lease_ttl_s),
+                         queue=open_feedback_queue(runtime.store, config.data_dir), root=learning_root(config),
+                         on_promote=lambda version: swap_planner(runtime, version), process=process)
 
 
 def prepare_for_apps(config: Config, version: Version) -> None:
