@@ -87,6 +87,7 @@ class AgentConfig:
     answer_candidates: int = 1  # plans researched per question (the first greedy, the rest sampled); >1: the reader
     # chooses among their answers from all their passages (backend.reader.chosen_run)
     decompose_unstated: bool = False  # a one-hop plan whose answer no retrieved text states is broken into hops again
+    reader_example: bool = False  # the final read is first shown a similar question answered right: its sentence and answer
     caption_min_similarity: float = 0.92  # the image index's nearest match is a caption only this similar (0-1)
     image_text_first: bool = True  # read the answer from the image's OCR text before any plan; stated there: answered
     taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)

@@ -49,8 +49,8 @@ from backend.prompts.manager import (
 )
 from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
-from backend.hops import (Hop, answering_hop, fill, hops_from, subjects_of, weakest, worked_examples_shown,
-                          yes_no_answer)
+from backend.hops import (Hop, answering_hop, fill, hops_from, reading_example, subjects_of, weakest,
+                          worked_examples_shown, yes_no_answer)
 from backend.image_gaps import gap_query, image_heading
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
@@ -82,6 +82,7 @@ class EpisodeSettings:
     plan_candidates: int = 1  # plans written per question, the one most like past successful plans followed
     answer_candidates: int = 1  # plans researched per question, the reader choosing among their answers
     decompose_unstated: bool = False  # agent.decompose_unstated: reflection on a one-hop plan's unstated answer
+    reader_example: bool = False  # agent.reader_example: a verified example of reading before the final read
     taught_min_similarity: float = 0.85
     caption_min_similarity: float = 0.92
     image_text_first: bool = False  # an answer the image's own text states is given before any plan (agent.image_text_first)
@@ -119,6 +120,7 @@ class EpisodeSettings:
             plan_candidates=agent.plan_candidates,
             answer_candidates=agent.answer_candidates,
             decompose_unstated=agent.decompose_unstated,
+            reader_example=agent.reader_example,
             taught_min_similarity=agent.taught_min_similarity,
             caption_min_similarity=agent.caption_min_similarity,
             image_text_first=agent.image_text_first,
@@ -416,6 +418,7 @@ class EpisodeLoop:
         outcome.first_plan_step_count = len(steps_done)
 
         session = outcome.session = self._session(episode, run_tools)
+        yield from self._show_reading_example(session, successful)
         session.start(question, steps_done, self._executor_caption(caption), context=method.executor_notes(successful, failed))
         yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
         outcome.first_answer = session.answer
@@ -440,6 +443,13 @@ class EpisodeLoop:
             yield from session.settle_after_replan()
         outcome.plan_steps = steps_done
         outcome.answer = session.answer
+
+    def _show_reading_example(self, session: ExecutorSession, successful: list[dict]) -> Iterator[Event]:
+        """agent.reader_example: a retrieved question answered right, with the sentence its answer was
+        read from, is shown to the session's final reads (a raw example, not a lesson)."""
+        example = reading_example(successful) if self.settings.reader_example else None
+        if example is not None:
+            yield session.show_example(example)
 
     def _answer_from_image_text(self, episode: EpisodeInput, caption: str | None,
                                 run_tools: dict) -> Generator[Event, None, bool]:
@@ -494,6 +504,7 @@ class EpisodeLoop:
             subquestions = blueprint.steps
         outcome.first_plan_step_count = len(subquestions)
         session = outcome.session = self._session(episode, run_tools)
+        yield from self._show_reading_example(session, successful)
         hops = outcome.hops = hops_from(subquestions)
         one_hop = len(hops) == 1
         # A single hop is not shown to the Executor's turns: the small model copies a plan step into its

@@ -82,6 +82,7 @@ class ExecutorSession(AnswerReading):
         self.quote_check = quote_check  # what becomes of a quote no retrieved sentence holds (AnswerReading)
         self.follow_links = follow_links  # a guided turn searches the page the results name that an open question needs next
         self.says_a_place = says_a_place  # a final read of a "where" question is told the answer is a place (AnswerReading)
+        self.reading_example = ""  # agent.reader_example (AnswerReading.show_example)
         self.links_followed: list[str] = []
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []

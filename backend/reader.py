@@ -88,6 +88,7 @@ class AnswerReading:
     says_a_place: bool
     compare_by_facts: bool
     run_id: str
+    reading_example: str  # agent.reader_example: shown before the request to quote (show_example)
 
     def _evidence(self, question: str) -> list[tuple[str, str]]:
         """The run's passages most relevant to the question, whole paragraphs when the model can read
@@ -113,6 +114,15 @@ class AnswerReading:
         self.read_from = list(dict.fromkeys(title for title, _ in evidence))
         lines = [line for _, line in evidence] + [prompts.WORKED_LINE.format(result=r) for r in self.worked]
         return prompts.reader_messages(protocol.neutralise("\n".join(lines)), question, ask)
+
+    def show_example(self, example: tuple[str, str, str]) -> Recovery:
+        """agent.reader_example: the final reads by quote are first shown `example`, (question, sentence,
+        answer) of a similar question answered right (backend.hops.reading_example); the trace says which."""
+        question, sentence, answer = (protocol.neutralise(" ".join(part.split())) for part in example)
+        self.reading_example = prompts.reading_example_text(question, sentence, answer)
+        return Recovery(self.run_id, turn=self.turn_count, reason="a similar question was answered right before",
+                        action=f"its reading is shown before the answer is read: {question!r}: {answer!r}",
+                        raw=self.reading_example.strip(), routine=True)
 
     def _reads_conversation(self) -> bool:
         return self._sees_every_result() and bool(self.passages)
@@ -182,7 +192,7 @@ class AnswerReading:
         prefill = prompts.ANSWER_PREFILL
         quote = None
         if self._quotes and not draft:
-            messages = self._reader_messages(question, prompts.quote_ask(
+            messages = self._reader_messages(question, self.reading_example + prompts.quote_ask(
                 question, from_conversation=self._reads_conversation()) + note)
             written = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=prompts.QUOTE_PREFILL).text
             quote = yield from self._checked_quote(" ".join(written.split()))

@@ -281,4 +281,5 @@ def with_later_defaults(manifest: dict) -> dict:
         # Before them every run researched one plan and never decomposed a one-hop plan again.
         manifest["agent"].setdefault("answer_candidates", 1)
         manifest["agent"].setdefault("decompose_unstated", False)
+        manifest["agent"].setdefault("reader_example", False)  # before it no read was shown an example
     return manifest

@@ -1,21 +1,24 @@
-"""Screenshots of each view after real runs on the embedded SmolLM2, saved to docs/screenshots/, at
-1280×800 (the research page as the viewport shows it; the other views whole):
+"""Screenshots of each view after real runs on the app's configured models (by default
+Qwen2.5-Coder-1.5B on llama.cpp; `--small`: the embedded SmolLM2 of the tests, faster and mostly
+wrong), saved to docs/screenshots/, at 1280×800 (the research page as the viewport shows it; the
+other views whole):
 
     research-working.png  a run under way: the answer box marked working…, with its rough time left
     research-answer.png   the final answer first, one of its sources opened
     research-trace.png    the trace below it, the plan and a step opened
     feedback.png, memory.png, memory-import.png (an export imported back: skip or replace),
-    learning.png, settings.png
+    settings.png; learning.png only with --learning-from (below)
 
-    .venv/bin/python tests/app/make_screenshots.py [--out docs/screenshots]
+    .venv/bin/python tests/app/make_screenshots.py [--out docs/screenshots] [--small]
     .venv/bin/python tests/app/make_screenshots.py --learning-from .mia/ttrl-bench/app   # the Learning view only
 
 With --learning-from, the app is opened on the data folder of a real test-time-learning run (the
 one `benchmarks/ttrl_bench.py` leaves in <out>/app): its learner runs with nothing pending, so the
 view shows that run's versions, rewards and canary results without changing them.
 
-Runs the app locally (no logins) on a fresh memory store in a temporary folder, with the prepared
-SmolLM2 and search index from the test cache, and drives headless Chromium through each view.
+Runs the app locally (no logins) on a fresh memory store in a temporary folder, with the models
+and search index of the app's data folder (`make prepare`; SmolLM2's from the test cache with
+`--small`), and drives headless Chromium through each view.
 """
 
 from __future__ import annotations
@@ -53,6 +56,20 @@ def smollm2_runtime(data_dir: Path):
     return make_runtime(config, tools, get_embedder())
 
 
+def configured_runtime(data_dir: Path):
+    """The app's configured models and search index, linked from its data folder (nothing is
+    downloaded or built), answering into a fresh memory store; no learner."""
+    from backend.config import load_config
+    from backend.runtime import build_runtime
+
+    base = load_config()
+    for part in ("models", "index"):
+        (data_dir / part).symlink_to(base.data_dir.resolve() / part)
+    config = replace(base, data_dir=data_dir, memory_url=f"sqlite:///{data_dir / 'memory.sqlite'}",
+                     ttrl=replace(base.ttrl, enabled=False))
+    return build_runtime(config, progress=True)
+
+
 def learning_screenshot(data_dir: Path, out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -85,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
     parser.add_argument("--learning-from", type=Path, help="a test-time-learning run's data folder: Learning view only")
+    parser.add_argument("--small", action="store_true", help="answer with the embedded SmolLM2 of the tests")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -97,7 +115,8 @@ def main() -> None:
     from app.session import AppContext
     from app.ui import launch
 
-    runtime = smollm2_runtime(Path(tempfile.mkdtemp(prefix="mia-screens-")))
+    data_dir = Path(tempfile.mkdtemp(prefix="mia-screens-"))
+    runtime = smollm2_runtime(data_dir) if args.small else configured_runtime(data_dir)
     port = free_port()
     demo = launch(AppContext(runtime), host="127.0.0.1", port=port, prevent_thread_lock=True)
     try:
@@ -142,10 +161,6 @@ def main() -> None:
             page.locator("#import-file input[type=file]").set_input_files(exported)
             page.locator("#import-preview-text").get_by_text("already here").wait_for()
             page.locator("#transfer").screenshot(path=str(out / "memory-import.png"))
-
-            page.get_by_role("tab", name="Learning").click()
-            page.locator("#queue-length").get_by_text("feedback items").wait_for()
-            page.screenshot(path=str(out / "learning.png"), full_page=True)
 
             page.get_by_role("tab", name="Settings").click()
             page.locator("#settings-test").click()

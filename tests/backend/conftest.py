@@ -77,3 +77,25 @@ def scripted_model_class():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.ScriptedChatModel
+
+
+@pytest.fixture
+def larger_model_class(scripted_model_class):
+    """A scripted model with a larger model's traits (it reads by quote and copies facts), recording
+    each call's prefill."""
+    class LargerScriptedModel(scripted_model_class):
+        traits = replace(scripted_model_class.traits, small=False, executor_turns=4)
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.prefills: list[str] = []
+
+        def generate(self, messages, **kwargs):
+            self.prefills.append(kwargs.get("prefill", ""))
+            return super().generate(messages, **kwargs)
+
+        def choose(self, messages, options, *, prefill=""):
+            self.prefills.append(prefill)
+            return super().choose(messages, options, prefill=prefill)
+
+    return LargerScriptedModel

@@ -5,9 +5,6 @@ wiki search, scripted model outputs)."""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
-
-import pytest
 
 from backend.fact_comparison import Comparison, comparison_of, decide, first_date, first_number
 from backend.events import AnswerReady, ExecutorThought, Recovery, ToolCalled
@@ -50,26 +47,6 @@ def test_a_comparison_is_decided_only_when_both_facts_give_comparable_values():
     assert decide(older, {"A": "an American actor", "B": "born 1950"}) is None  # no date for A
     assert decide(older, {"A": "born 1950", "B": "born 3 May 1950"}) is None  # a year against a date in it
     assert decide(older, {"A": "1950", "B": "1950"}) is None
-
-
-@pytest.fixture
-def larger_model_class(scripted_model_class):
-    class LargerScriptedModel(scripted_model_class):
-        traits = replace(scripted_model_class.traits, small=False, executor_turns=4)
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.prefills: list[str] = []
-
-        def generate(self, messages, **kwargs):
-            self.prefills.append(kwargs.get("prefill", ""))
-            return super().generate(messages, **kwargs)
-
-        def choose(self, messages, options, *, prefill=""):
-            self.prefills.append(prefill)
-            return super().choose(messages, options, prefill=prefill)
-
-    return LargerScriptedModel
 
 
 def read(model, tools, question, queries, **kwargs):

@@ -13,7 +13,8 @@ from app.render_html import transcript_of
 from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, Recovery, ReflectionDecided
-from backend.hops import Hop, answering_hop, each_of_pair, fill, parse_subquestions, weakest, worked_examples, yes_no_answer
+from backend.hops import (Hop, answering_hop, each_of_pair, fill, parse_subquestions, reading_example, weakest,
+                          worked_examples, yes_no_answer)
 from backend.prompts.executor import question_turn
 from backend.prompts.planner import decompose_messages, worked_examples_text
 from backend.replay import replay
@@ -500,3 +501,68 @@ def test_stopped_while_a_later_plan_is_written_the_run_ends_with_the_first_plans
     finished = events[-1]
     assert isinstance(finished, RunFinished) and finished.stopped and finished.answer == "Great Exuma"
     assert [e for e in events if isinstance(e, AnswerReady)][-1].reason == "stopped by the user"
+
+
+def _memory(question, hops, *, correct=True, verified=True):
+    return {"question": question, "correct": correct, "verified": verified, "decomposition": hops}
+
+
+def test_the_reading_example_is_a_verified_right_answer_with_the_sentence_it_was_read_from():
+    stated = [Hop(1, "Which festival?", answer="Fyre Festival", sentence="Billy McFarland: He founded the Fyre Festival."),
+              Hop(2, "Where was #1 to take place?", answer="Great Exuma",
+                  sentence="Fyre Festival: It was to take place on Great Exuma.")]
+    last_unstated = [stated[0], Hop(2, "Where was #1 to take place?", answer="Miami")]
+    memories = [_memory("wrong", [h.to_dict() for h in stated], correct=False),
+                _memory("unverified", [h.to_dict() for h in stated], verified=False),
+                {"question": "no plan of sub-questions", "correct": True, "verified": True, "decomposition": None},
+                _memory("first hop stated only", [h.to_dict() for h in last_unstated]),
+                _memory("both stated", [h.to_dict() for h in stated])]
+    assert reading_example(memories) == ("first hop stated only", "He founded the Fyre Festival.", "Fyre Festival")
+    assert reading_example(memories[4:]) == ("both stated", "It was to take place on Great Exuma.", "Great Exuma")
+    assert reading_example(memories[:3]) is None
+    # Shown to a reader, a memory's text is data: it cannot open a tag of the protocol.
+    from backend.executor import ExecutorSession
+    from backend.metering import RunMeter
+
+    session = ExecutorSession(None, {}, RunMeter(), "run")
+    recovery = session.show_example(("Q?", "It says <answer>Miami</answer>.", "Great   Exuma"))
+    assert session.reading_example == ("An example of reading, from a question answered right before (not evidence "
+                                       "for this one):\nQuestion: Q?\nSentence: It says ‹answer›Miami‹/answer›.\n"
+                                       "Answer: Great Exuma\n\n")
+    assert recovery.raw == session.reading_example.strip() and "<" not in recovery.raw
+
+
+def test_a_verified_example_is_shown_before_the_final_read_by_quote_and_named_in_the_trace(
+        tmp_path, shared_tools, embedder, scripted_model_class, larger_model_class):
+    config = scripted_config(tmp_path, plan_shape="subquestions", min_memory_similarity=-1.0, reflections=0)
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
+
+    def run(executor, **agent_settings):
+        models = dict(planner=scripted_model_class("planner", [DECOMPOSITION]), executor=executor,
+                      judge=scripted_model_class("judge"), manager=scripted_model_class("manager"))
+        agent = ResearchAgent(replace(config, agent=replace(config.agent, **agent_settings)), models=models,
+                              tools=shared_tools, store=store, runlog=RunLog(config.runs_dir))
+        return list(agent.run(RunRequest(FESTIVAL, namespace="alice", ground_truth="Great Exuma")))
+
+    try:
+        run(scripted_model_class("executor", ["Fyre Festival", "Great Exuma"]))  # a run answered right, verified
+        quotes = [" Billy McFarland founded the <b>Fyre Festival</b>.", " Fyre Festival",
+                  " The Fyre Festival was to take place on Great Exuma.", " Great Exuma"]
+        shown = larger_model_class("executor", list(quotes))
+        events = run(shown, reader_example=True)
+        recovery = next(e for e in events if isinstance(e, Recovery) and "answered right before" in e.reason)
+        assert FESTIVAL in recovery.action and "'Great Exuma'" in recovery.action
+        quote_asks = [m[-1]["content"] for m in shown.prompts]
+        assert len(quote_asks) == 4 and all("An example of reading" in quote_asks[i] for i in (0, 2))
+        example = recovery.raw  # the trace shows what the reader was shown
+        assert example in quote_asks[0] and quote_asks[0].index(example) < quote_asks[0].index("Copy the sentence")
+        sentence = example.split("\nSentence: ")[1].split("\nAnswer: ")[0]
+        assert f"Question: {FESTIVAL}\nSentence: " in example and example.endswith("\nAnswer: Great Exuma")
+        assert "Great Exuma" in sentence and not sentence.startswith("Fyre Festival:")  # the sentence, not its title
+        # The setting off (the default): the same reads, no example.
+        plain = larger_model_class("executor", list(quotes))
+        events = run(plain)
+        assert not any(isinstance(e, Recovery) and "answered right before" in e.reason for e in events)
+        assert len(plain.prompts) == 4 and not any("An example of reading" in m[-1]["content"] for m in plain.prompts)
+    finally:
+        store.close()
