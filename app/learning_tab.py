@@ -332,7 +332,8 @@ def build_learning_tab(ctx: AppContext):
         rollback = gr.Button("↩️ Roll back", size="sm", elem_id="rollback")
     action_result = gr.Markdown(elem_id="learning-action-result")
 
-    gr.Markdown("### Planner versions\nEach GRPO update makes a version; the canary decides whether it is promoted.")
+    gr.Markdown("### Planner versions\nEach update of the Planner (GRPO on rollouts, or RFT on verified successful "
+                "plans, as `ttrl.learner` says) makes a version; the canary decides whether it is promoted.")
     versions = gr.Dataframe(headers=VERSION_COLUMNS, interactive=False, wrap=True, max_height=320,
                             elem_id="versions-table",
                             column_widths=["10%", "7%", "5%", "10%", "6%", "12%", "5%", "5%", "5%", "5%", "30%"])
