@@ -18,7 +18,8 @@ view shows that run's versions, rewards and canary results without changing them
 
 Runs the app locally (no logins) on a fresh memory store in a temporary folder, with the models
 and search index of the app's data folder (`make prepare`; SmolLM2's from the test cache with
-`--small`), and drives headless Chromium through each view.
+`--small`), and drives headless Chromium through each view. The trace's icons need an emoji font
+(Debian's `fonts-noto-color-emoji`).
 """
 
 from __future__ import annotations
@@ -140,7 +141,9 @@ def main() -> None:
             marks = box.locator("button.cite")
             if marks.count():
                 marks.first.click()
-            page.evaluate("window.scrollTo(0, 0)")
+            # The question's box above, the answer with its opened source below (the image drop zone
+            # between them takes most of the first screen).
+            box.evaluate("el => window.scrollTo(0, Math.max(0, el.getBoundingClientRect().top + window.scrollY - 440))")
             page.screenshot(path=str(out / "research-answer.png"))
             for entry in ("details.plan", "details.step"):
                 page.locator(f"#trace {entry} summary").first.click()
