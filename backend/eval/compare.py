@@ -12,7 +12,7 @@ from backend.eval.losses import CAUSES, HOP_CAUSES, LossBreakdown, loss_breakdow
 from backend.eval.metrics import rolling_accuracy, running_accuracy
 from backend.eval.report import METRICS_HEADER, file_digest, metrics_table_row, rows_in_scope, summarize, with_first_answer
 from backend.eval.results import EvalRow, ResultsFile
-from backend.eval.significance import PairedComparison, paired_comparison, questions_for_power
+from backend.eval.significance import paired_comparison, questions_needed
 from backend.eval.spec import ROWS_FILE, EvalError, read_manifest
 
 log = logging.getLogger(__name__)
@@ -106,14 +106,9 @@ def paired_table(entries: list[tuple[Path, dict, dict, list[EvalRow]]]) -> list[
         lines.append(
             f"| {manifest['label']} | {c.questions} | {c.both_right} | {c.only_this} | {c.only_reference} "
             f"| {100 * c.difference:+.1f} pts | {100 * low:+.1f} to {100 * high:+.1f} | {c.p_value:.3f} "
-            f"| {_questions_needed(c)} |"
+            f"| {questions_needed(c.only_this, c.only_reference, c.questions)} |"
         )
     return lines
-
-
-def _questions_needed(c: PairedComparison) -> str:
-    size = questions_for_power(c.only_this, c.only_reference, c.questions)
-    return "none" if size is None else f"{size:,}"
 
 
 def loss_table(breakdowns: list[tuple[str, LossBreakdown]], *, labelled: bool) -> list[str]:

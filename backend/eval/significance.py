@@ -37,6 +37,12 @@ def questions_for_power(only_this: int, only_reference: int, questions: int, *, 
     return ceil(root**2 / effect**2)
 
 
+def questions_needed(only_this: int, only_reference: int, questions: int) -> str:
+    """questions_for_power as a table's cell: the number, or "none" where this side is not ahead."""
+    size = questions_for_power(only_this, only_reference, questions)
+    return "none" if size is None else f"{size:,}"
+
+
 def bootstrap_interval(differences: list[int], *, resamples: int = 10_000, level: float = 0.95,
                        seed: int = 0) -> tuple[float, float]:
     """Percentile interval of the mean of per-question differences (-1, 0, +1), resampling questions."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from backend.eval.compare import plot_learning_curves
 from backend.eval.report import file_digest, rows_in_scope
 from backend.eval.results import ResultsFile
-from backend.eval.significance import bootstrap_interval, mcnemar_exact, questions_for_power
+from backend.eval.significance import bootstrap_interval, mcnemar_exact, questions_needed
 
 STREAM_PREFIX = "stream:"
 PEAK_FILE = "peak_rss_kb.txt"  # one line per run of the stream: its peak resident set in kB (GNU time's %M)
@@ -143,8 +143,7 @@ def table(variants: list[Variant], reference: Variant) -> list[str]:
             versus = f"{100 * sum(differences) / len(shared):+.1f} pts ({len(shared)} paired)"
             interval = f"[{100 * low:+.1f}, {100 * high:+.1f}]"
             p = f"{mcnemar_exact(only_this, only_reference):.3f}"
-            size = questions_for_power(only_this, only_reference, len(shared))
-            needed = "none" if size is None else f"{size:,}"
+            needed = questions_needed(only_this, only_reference, len(shared))
         per_signal = f"{v.seconds_per_signal:.0f}" if v.seconds_per_signal is not None else "-"
         per_update = f"{v.seconds_per_update:.0f}" if v.seconds_per_update is not None else "-"
         peak = f"{v.peak_gb:.2f}" if v.peak_gb is not None else "-"
