@@ -150,6 +150,8 @@ def _source_line(folder: Path, manifest: dict, out_dir: Path) -> str:
 
 
 def _warm_up_text(manifest: dict) -> str:
+    if manifest.get("memory_from"):
+        return f"the memory of `{Path(manifest['memory_from']).name}`"
     if not manifest["warm_from"]:
         return "none"
     return f"`{Path(manifest['warm_from']).name}` ({manifest['warm_limit'] or 'all'} questions)"

@@ -138,6 +138,9 @@ def test_a_second_pass_starts_from_a_copy_of_a_finished_evaluations_memory(smoke
     manifest = json.loads((out / "eval.json").read_text(encoding="utf-8"))
     assert manifest["memory_from"] and manifest["label"] == f"mia (memory of {source.name})"
     assert (source / MEMORY_FILE).read_bytes() == source_bytes
+    from backend.eval.compare import compare
+    report = compare([out], tmp_path / "compare").read_text(encoding="utf-8")
+    assert f"warm-up the memory of `{source.name}`" in report  # the comparison names the memory it started from
     assert main(args[:5] + ["2"] + args[6:]) == 0  # resumed and extended: its own memory, not a new copy
     assert len(ResultsFile(out / ROWS).read()) == 2
     assert main(["--data", str(DEV), "--method", "none", "--limit", "1", "--memory-from", str(source),
