@@ -30,15 +30,16 @@ class Evaluation:
         self.manifest = read_manifest(self.folder)
         rows = rows_in_scope(ResultsFile(self.folder / ROWS_FILE).read(), self.manifest["limit"])
         self.rows: dict[str, EvalRow] = {r.id: r for r in (rows[:limit] if limit else rows)}
-        self._gold = supporting_titles(self.manifest["data"])
+        gold = supporting_titles(self.manifest["data"])
+        self._pages = {qid: self._pages_retrieved(row, gold.get(qid)) for qid, row in self.rows.items()}
 
     def gold_pages_retrieved(self, question_id: str) -> int | None:
         """How many of the question's supporting pages the run's searches returned; None without a log."""
-        row = self.rows[question_id]
+        return self._pages[question_id]
+
+    def _pages_retrieved(self, row: EvalRow, gold: frozenset[str] | None) -> int | None:
         retrieval = run_retrieval(self.folder, self.manifest["namespace"], row.run_id) if row.run_id else None
-        if retrieval is None or question_id not in self._gold:
-            return None
-        return len(self._gold[question_id] & retrieval.titles)
+        return None if retrieval is None or gold is None else len(gold & retrieval.titles)
 
 
 def gain_report(first: tuple[Evaluation, Evaluation], second: tuple[Evaluation, Evaluation],
