@@ -72,6 +72,7 @@ class ExecutorSession(AnswerReading):
         quote_check: str = "off",
         follow_links: bool = False,
         says_a_place: bool = True,
+        facts_by_kind: bool = False,
     ) -> None:
         self.model, self.tools, self.meter, self.run_id = model, tools, meter, run_id
         self.max_new_tokens = max_new_tokens
@@ -82,6 +83,7 @@ class ExecutorSession(AnswerReading):
         self.quote_check = quote_check  # what becomes of a quote no retrieved sentence holds (AnswerReading)
         self.follow_links = follow_links  # a guided turn searches the page the results name that an open question needs next
         self.says_a_place = says_a_place  # a final read of a "where" question is told the answer is a place (AnswerReading)
+        self.facts_by_kind = facts_by_kind  # the options' facts asked for as what the question compares (AnswerReading)
         self.reading_example = ""  # agent.reader_example (AnswerReading.show_example)
         self.links_followed: list[str] = []
         self.last_finish_reason = ""

@@ -87,6 +87,7 @@ class AnswerReading:
     quote_check: str
     says_a_place: bool
     compare_by_facts: bool
+    facts_by_kind: bool
     run_id: str
     reading_example: str  # agent.reader_example: shown before the request to quote (show_example)
 
@@ -146,11 +147,12 @@ class AnswerReading:
             prefill = prompts.CHOICE_PREFILL
             named = choice_options(question)
             if named and self.compare_by_facts and not self.model.traits.small:
+                comparison = comparison_of(question)
+                compared = (comparison.kind if comparison else "") if self.facts_by_kind else None
                 messages = self._reader_messages(question, prompts.option_facts_ask(
-                    question, named, from_conversation=self._reads_conversation()))
+                    question, named, from_conversation=self._reads_conversation(), compared=compared))
                 facts = self._option_facts(messages, named)
                 yield ExecutorThought(self.run_id, turn=self.turn_count, text=prompts.option_facts_text(facts).strip())
-                comparison = comparison_of(question)
                 decided = decide(comparison, facts) if comparison else None
                 if decided is not None:
                     yield Recovery(

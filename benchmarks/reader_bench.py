@@ -11,7 +11,9 @@ is decided from them), `plain` (the choice straight from the results), `quote` (
 question's answer read after copying the sentence that states it: the app's default), and
 `quote-plain` / `quote-nearest` (a quote no retrieved sentence holds is dropped, or replaced by the
 retrieved sentence nearest to it: agent.quote_check), `quote-no-place` (`quote` without telling a
-"where" question's reader that the answer is a place; `--asking place` keeps only those questions).
+"where" question's reader that the answer is a place; `--asking place` keeps only those questions),
+`facts-kind` (`facts`, the facts asked for as what the question compares: a date, a number and what it
+counts, else what the results say the option is or where it is from).
 All variants read the same searched conversation, so the rows are paired. Tune on `train`; never on
 `dev`.
 Prints one table (exact match, containment either way as whole words, seconds per question) per variant; the
@@ -40,18 +42,20 @@ from backend.metering import RunMeter  # noqa: E402
 from backend.runtime import make_chat_model  # noqa: E402
 from backend.tools import build_tools  # noqa: E402
 
-VARIANTS = {  # (compare_by_facts, read_by_quote, quote_check, says_a_place)
-    "facts": (True, False, "off", True), "plain": (False, False, "off", True), "quote": (True, True, "off", True),
-    "quote-plain": (True, True, "plain", True), "quote-nearest": (True, True, "nearest", True),
-    "quote-no-place": (True, True, "off", False),
+VARIANTS = {  # (compare_by_facts, read_by_quote, quote_check, says_a_place, facts_by_kind)
+    "facts": (True, False, "off", True, False), "plain": (False, False, "off", True, False),
+    "quote": (True, True, "off", True, False), "quote-plain": (True, True, "plain", True, False),
+    "quote-nearest": (True, True, "nearest", True, False), "quote-no-place": (True, True, "off", False, False),
+    "facts-kind": (True, False, "off", True, True),
 }
 
 
-def read(model, tools, record: dict, variant: tuple[bool, bool, str, bool]) -> dict:
+def read(model, tools, record: dict, variant: tuple[bool, bool, str, bool, bool]) -> dict:
     question = record["question"]
-    compare_by_facts, read_by_quote, quote_check, says_a_place = variant
+    compare_by_facts, read_by_quote, quote_check, says_a_place, facts_by_kind = variant
     session = ExecutorSession(model, tools, RunMeter(), "reader-bench", guided=True, compare_by_facts=compare_by_facts,
-                              read_by_quote=read_by_quote, quote_check=quote_check, says_a_place=says_a_place)
+                              read_by_quote=read_by_quote, quote_check=quote_check, says_a_place=says_a_place,
+                              facts_by_kind=facts_by_kind)
     session.start(question, [])
     for title in record_supporting_titles(record):
         for _ in session.search("search", title):

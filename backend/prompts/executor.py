@@ -42,7 +42,12 @@ ANSWER_PREFILL = "Answer:"
 CHOICE_PREFILL = "Answer:"  # each option is scored after it with its leading space (reader.choose_option)
 # A two-option comparison: first each option's fact, copied from the results, then the choice.
 OPTION_FACTS_ASK = ("Question: {question}\nFor each of {first} and {second}, copy from the {source} the fact "
-                    "the question turns on (a date, a number or a short phrase), one line each, then answer.")
+                    "the question turns on ({kind}), one line each, then answer.")
+FACT_ANY_KIND = "a date, a number or a short phrase"
+# facts_by_kind: the hint names only what the question compares; asked for "a date, a number or a
+# short phrase", the model copied a year for "Which is a comedy film, A or B?".
+FACT_KINDS = {"date": "a date", "number": "a number and what it counts",
+              "": "a short phrase: what it is, or where it is from"}
 OPTION_FACT_LINE = "{option}: {fact}"
 # An open question read by quote: first the sentence of the results that states the answer, then the answer.
 QUOTE_ASK = ("Question: {question}\nCopy the sentence from the {source} that states the answer, "
@@ -108,9 +113,12 @@ def _reader_source(from_conversation: bool) -> str:
     return "search results above" if from_conversation else "evidence"
 
 
-def option_facts_ask(question: str, options: list[str], *, from_conversation: bool) -> str:
-    return OPTION_FACTS_ASK.format(question=question, first=options[0], second=options[1],
-                                   source=_reader_source(from_conversation))
+def option_facts_ask(question: str, options: list[str], *, from_conversation: bool, compared: str | None = None) -> str:
+    """`compared`: what the question compares ("date", "number", "" for neither), named in the hint;
+    None: the hint lists every kind."""
+    source = _reader_source(from_conversation)
+    kind = FACT_ANY_KIND if compared is None else FACT_KINDS[compared]
+    return OPTION_FACTS_ASK.format(question=question, first=options[0], second=options[1], source=source, kind=kind)
 
 
 def plain_ask(question: str, *, note: str, from_conversation: bool) -> str:

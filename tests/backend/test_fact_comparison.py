@@ -86,6 +86,24 @@ def test_a_comparison_without_values_is_chosen_with_the_facts_in_view(larger_mod
                                   "Tibetan Terrier: a breed of dog from Tibet\n" + CHOICE_PREFILL)
 
 
+def test_facts_by_kind_asks_for_what_the_question_compares(larger_model_class, shared_tools):
+    def asked(question, queries, facts, **kwargs):
+        model = larger_model_class("executor", facts, choices=[queries[0]])
+        read(model, shared_tools, question, queries, **kwargs)
+        return model.prompts[0][-1]["content"]
+
+    kind = asked(GUN_DOG, ["Labrador Retriever", "Tibetan Terrier"], ["a gun dog", "a dog from Tibet"], facts_by_kind=True)
+    assert "(a short phrase: what it is, or where it is from)" in kind and "a date" not in kind
+    date = asked(BORN_FIRST, ["Marino Girolami", "Daniel Myrick"], ["1914", "1963"], facts_by_kind=True)
+    assert "the fact the question turns on (a date)" in date
+    amount = asked("Which genus has more species in it, Othonna or Stangeria?", ["Othonna", "Stangeria"],
+                   ["about 120 species", "one species"], facts_by_kind=True)
+    assert "(a number and what it counts)" in amount
+    # Off (the default), the hint lists every kind whatever the question compares.
+    assert "(a date, a number or a short phrase)" in asked(GUN_DOG, ["Labrador Retriever", "Tibetan Terrier"],
+                                                          ["a gun dog", "a dog from Tibet"])
+
+
 def test_the_plain_choice_and_a_small_model_skip_the_facts(larger_model_class, scripted_model_class, shared_tools):
     plain = larger_model_class("executor", [], choices=["Daniel Myrick"])
     answer, events, _ = read(plain, shared_tools, BORN_FIRST, ["Marino Girolami"], compare_by_facts=False)
