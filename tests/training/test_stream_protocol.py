@@ -92,7 +92,7 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     version = learned / "ttrl" / "versions" / "v0001"
     version.mkdir(parents=True)
     (version / "meta.json").write_text(json.dumps({"number": 1, "status": "promoted", "update_seconds": 100.0,
-                                                   "canary_seconds": 20.0, "train_reward": 0.4}))
+                                                   "canary_seconds": 20.0, "train_reward": 0.4, "signals": 4}))
     assert read_stream(learned, "k4-grpo").seconds_per_update == 120.0
     (learned / "peak_rss_kb.txt").write_text("6120000\n7450000\n")  # two runs of the stream
     text = write_table([reference, learned], "k4-none", tmp_path / "table").read_text()
@@ -109,6 +109,11 @@ def test_the_table_pairs_variants_by_question(tmp_path):
         results.append(make_row(index, correct=correct, wall=20.0 if index < 4 else 90.0, llm=1.0, tool=1.0, id=f"q{index}"))
     text = write_table([reference, evaluation], "k4-none", tmp_path / "cut", limit=4).read_text()
     assert "| none | 4 | 25.0% | -25.0 pts (4 paired) |" in text and "| none | 20 | 0 (0) |" in text  # behind: no size
+
+    # A round's table while the next round runs: the streams too are cut, with the updates of their first N.
+    text = write_table([reference, learned], "k4-none", tmp_path / "round", limit=3).read_text()
+    assert "| k4-none | 3 | 33.3% |" in text and "| k4-grpo | 3 | 100.0% | +66.7 pts (3 paired) |" in text
+    assert "| 0 (0) | - | 7.45 |" in text and "k4-grpo: 0.40" not in text  # its update learned from 4 questions
 
 
 def test_a_variant_streaming_the_same_questions_reads_the_executor_turns_another_made(make_learner, tiny_model,

@@ -4,8 +4,10 @@ Each stream folder is the data folder a `python -m training ttrl --data ... --da
 learned in (its `ttrl/signals.jsonl` holds, per question, the reported answer and whether the ground
 truth called it right, every rollout's answer and reward, and the Planner version; `ttrl/versions/`
 the updates and canary decisions). Evaluation folders of `python -m backend.eval` (the `none` and
-one-rollout `mia` rows) join by question id; `--limit N` cuts an evaluation that ran further than the
-stream (the 300-question `dev` table's folders beside a 150-question stream) to its first N questions.
+one-rollout `mia` rows) join by question id; `--limit N` cuts every folder to its first N questions:
+an evaluation that ran further than the stream (the 300-question `dev` table's folders beside a
+150-question stream), and a stream that went on into the next round (with the updates its first N
+questions made).
 A stream whose rows record every way of selecting (`selected`) gets a row for each other way on the
 same rollouts, and one for the questions where any rollout was right (a bound no selection exceeds).
 Usage:
@@ -47,13 +49,19 @@ def _digest(path: Path) -> str:
 
 
 def read_stream(folder: Path, label: str, rows: list[dict] | None = None) -> Variant:
-    """A stream's row; `rows`: its signals already read (_stream_rows)."""
+    """A stream's row; `rows`: its signals already read (_stream_rows), perhaps its first N: then only
+    the updates those made count (each version's meta says how many signals it learned from)."""
     signals = folder / "ttrl" / "signals.jsonl"
     rows = _stream_rows(folder) if rows is None else rows
     versions = []
     for meta in sorted((folder / "ttrl" / "versions").glob("v*/meta.json")):
         versions.append(json.loads(meta.read_text(encoding="utf-8")))
-    updates = [v for v in versions if v.get("number", 0) > 0]
+    updates, learned_from = [], 0
+    for version in sorted((v for v in versions if v.get("number", 0) > 0), key=lambda v: v["number"]):
+        learned_from += version.get("signals", 0)
+        if learned_from > len(rows):
+            break
+        updates.append(version)
     return Variant(
         label=label,
         correct={r["source"][len(STREAM_PREFIX):]: bool(r["reported_correct"]) for r in rows},
@@ -110,7 +118,7 @@ def read_variants(folder: Path, limit: int | None = None) -> list[Variant]:
     label = folder.name
     if (folder / "rows.jsonl").is_file():
         return [read_evaluation(folder, label, limit)]
-    rows = _stream_rows(folder)
+    rows = _stream_rows(folder)[:limit]
     stream = read_stream(folder, label, rows)
     return [stream, *other_selections(rows, label, stream.digest)]
 
@@ -175,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", type=Path, nargs="+", help="stream data folders and evaluation folders")
     parser.add_argument("--reference", required=True, help="the folder name the others are paired against")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--limit", type=int, help="cut evaluation folders to their first N questions (the stream's N)")
+    parser.add_argument("--limit", type=int, help="cut every folder to its first N questions (a round's table)")
     args = parser.parse_args(argv)
     path = write_table(args.folders, args.reference, args.out, args.limit)
     print(path.read_text(encoding="utf-8"))
