@@ -63,14 +63,17 @@ class _SlotPool:
     def __init__(self, slots: list[_Slot]) -> None:
         self._free = list(slots)
         self._ready = threading.Condition()
+        self.closed_because = ""  # set by close_all: what a caller is told instead of a slot
 
     def acquire(self, prompt_ids: list[int]) -> _Slot:
         """The free slot whose cache shares the longest prefix with `prompt_ids` (waits for one). A
         prompt that continues no cache (a reader or Planner prompt between an Executor's turns) takes
         the slot that is cheapest to lose, so the Executor's conversation stays cached."""
         with self._ready:
-            while not self._free:
+            while not self._free and not self.closed_because:
                 self._ready.wait()
+            if self.closed_because:
+                raise LLMError(self.closed_because)
             now = time.monotonic()
             shared = {id(slot): _common_prefix(slot.tokens, prompt_ids) for slot in self._free}
             best = max(self._free, key=lambda slot: shared[id(slot)])
@@ -84,6 +87,15 @@ class _SlotPool:
             slot.last_used = time.monotonic()
             self._free.append(slot)
             self._ready.notify()
+
+    def close_all(self, slots: list[_Slot], reason: str) -> None:
+        """Wait until every slot is back (no call is decoding in one), then refuse further calls."""
+        with self._ready:
+            while len(self._free) < len(slots):
+                self._ready.wait()
+            self._free = []
+            self.closed_because = reason
+            self._ready.notify_all()
 
 
 class _ComputeGate:
@@ -223,10 +235,28 @@ class LlamaCppChatModel(InProcessChatModel):
             if lib.llama_set_adapters_lora(slot.context.ctx, adapters, 1, (ctypes.c_float * 1)(scale)):
                 raise LLMError(f"llama.cpp refused to apply the adapter {adapter_gguf} to {self.name}.")
         sibling._set_slots(slot_list, seed=0)
-        sibling._adapter = adapter  # freed with the model
+        sibling._adapter = adapter  # freed by release(), else with the model
         sibling.adapter_path = Path(adapter_gguf)
         sibling.name = name
         return sibling
+
+    def release(self) -> None:
+        """Free an adapter sibling's contexts (their KV caches and compute buffers) and its adapter,
+        once no call is decoding in them. llama-cpp-python's loaded model keeps every context it made
+        alive until the model itself is freed, so a sibling that is merely dropped keeps its memory
+        for the life of the process: a test-time learner making a sibling for every Planner version
+        grew by about a gigabyte a version. Calls after this raise LLMError; the base model is untouched."""
+        if self.adapter_path is None or getattr(self, "_adapter", None) is None:
+            raise LLMError(f"{self.name} is not an adapter sibling (or was released already): only with_adapter()'s "
+                           "models are released; the base model is freed with the process.")
+        self._pool.close_all(self._slots, f"{self.name} was released (a newer Planner version replaced it); "
+                                          "ask the registry for the current version's model.")
+        for slot in self._slots:
+            slot.context.close()
+            slot.batch.close()
+        self._slots = []
+        self._llama_cpp.llama_adapter_lora_free(self._adapter)
+        self._adapter = None
 
     # ---- ChatModel ----------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from backend.llm.base import LLMError
 from backend.llm.gguf_import import default_gguf_path
 from backend.llm.gguf_lora import write_gguf_adapter
 from backend.llm.llamacpp import get_llamacpp_model
@@ -75,13 +76,14 @@ def test_the_learner_samples_on_llamacpp_trains_the_copy_and_samples_the_new_ver
     from tests.training.test_ttrl import settings
 
     base = get_llamacpp_model(default_gguf_path(), threads=2, context_tokens=2048, slots=2)
-    sampled_with = []
+    sampled_with, siblings = [], []
 
     def fast_sampler(version):
         sampled_with.append(version.name)
         if version.adapter_path is None:
             return base
-        return base.with_adapter(gguf_adapter_for(version, default_gguf_path()), name=f"{base.name}+{version.name}")
+        siblings.append(base.with_adapter(gguf_adapter_for(version, default_gguf_path()), name=f"{base.name}+{version.name}"))
+        return siblings[-1]
 
     store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
     try:
@@ -106,6 +108,12 @@ def test_the_learner_samples_on_llamacpp_trains_the_copy_and_samples_the_new_ver
         assert learner.versions.get(0).canary_on == "llamacpp"
         assert (version.adapter_path.parent / "adapter.gguf").is_file()  # moved with its version
         assert learner._rollout_policy(learner.policy()).name.endswith("+v0001") and sampled_with[-1] == "v0001"
+        # The staged adapter's model was released after its canary (its contexts freed), the sampling
+        # version's is live, and the base model, shared with the other roles, stays.
+        staged, current = siblings
+        assert staged._slots == [] and current._slots and base._slots
+        with pytest.raises(LLMError, match="was released"):
+            staged.generate([{"role": "user", "content": "hi"}], max_new_tokens=1)
     finally:
         store.close()
 

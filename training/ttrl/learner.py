@@ -543,6 +543,8 @@ class TestTimeLearner:
             return policy
         version = self.versions.current()
         if self._sampler is None or self._sampler[0] != version.number:
+            if self._sampler is not None:
+                _release(self._sampler[1].model)
             self._sampler = (version.number, LlamaCppPolicy(self.fast_sampler(version),
                                                             temperature=self.settings.temperature))
         return self._sampler[1]
@@ -606,9 +608,15 @@ class TestTimeLearner:
     def _canary(self, policy: PolicyChatModel, version: Version) -> CanaryResult:
         """The canary of `version`: on llama.cpp with its adapter when rollouts sample there (greedy, as
         the app answers), else on the trained copy, which holds that version's weights now."""
-        planner = self.fast_sampler(version) if self.fast_sampler is not None else policy
-        return evaluate_canary(self.canary, planner_model=self._gated(planner), executor_model=self._canary_executor,
-                               tools=self.tools, settings=self.episode_settings, weights=self.reward_weights)
+        if self.fast_sampler is None:
+            return evaluate_canary(self.canary, planner_model=self._gated(policy), executor_model=self._canary_executor,
+                                   tools=self.tools, settings=self.episode_settings, weights=self.reward_weights)
+        planner = self.fast_sampler(version)
+        try:
+            return evaluate_canary(self.canary, planner_model=self._gated(planner), executor_model=self._canary_executor,
+                                   tools=self.tools, settings=self.episode_settings, weights=self.reward_weights)
+        finally:
+            _release(planner)
 
     def update(self) -> Version | None:
         """One GRPO update on the batch, then the canary decides: promote, or reject and restore.
@@ -676,3 +684,11 @@ class TestTimeLearner:
             self.on_promote(version)
         self.activity = "idle"
         return version
+
+
+def _release(model) -> None:
+    """Free a Planner version's llama.cpp contexts and adapter once it no longer samples. The base
+    Planner (version 0, no adapter) is the app's shared model and stays; so does a model without
+    release() (tests' stand-ins)."""
+    if getattr(model, "adapter_path", None) is not None and hasattr(model, "release"):
+        model.release()

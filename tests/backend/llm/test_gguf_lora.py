@@ -72,6 +72,31 @@ def test_the_gguf_adapter_moves_llamacpp_logits_as_peft_moves_transformers(rando
 
 
 @pytest.mark.slow
+def test_a_released_sibling_frees_its_contexts_and_adapter_and_refuses_calls(random_adapter, tmp_path):
+    folder = random_adapter[0]
+    adapter_file = write_gguf_adapter(folder, default_gguf_path(), tmp_path / "adapter.gguf")
+    base = get_llamacpp_model(default_gguf_path(), threads=2, context_tokens=1024, slots=1)
+    prompt = base.prompt_ids(CHAT)
+    base_logits = next_token_logits(base, prompt)
+    first = base.with_adapter(adapter_file, name="llamacpp:SmolLM2-135M-Instruct+v0001")
+    adapted = next_token_logits(first, prompt)
+    slots = list(first._slots)
+    first.release()
+    assert all(slot.context.ctx is None for slot in slots)  # the KV caches and buffers are freed now
+    with pytest.raises(LLMError, match="was released"):
+        first.generate(CHAT, max_new_tokens=2)
+    with pytest.raises(LLMError, match="not an adapter sibling"):
+        base.release()
+    # The base model answers as before, and the same version loaded again answers as the first did
+    # (a re-read differs only by rounding, far less than the adapter moves the logits).
+    delta = np.abs(adapted - base_logits).mean()
+    assert np.abs(next_token_logits(base, prompt) - base_logits).mean() < 0.1 * delta
+    again = base.with_adapter(adapter_file, name="llamacpp:SmolLM2-135M-Instruct+v0001")
+    assert np.abs(next_token_logits(again, prompt) - adapted).mean() < 0.1 * delta
+    again.release()
+
+
+@pytest.mark.slow
 def test_an_adapter_for_another_shape_is_refused_by_name(random_adapter, tmp_path, qwen_gguf):
     folder, _, _ = random_adapter
     wrong = write_gguf_adapter(folder, default_gguf_path(), tmp_path / "smollm2-adapter.gguf")
