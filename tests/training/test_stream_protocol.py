@@ -83,7 +83,8 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     def stream_folder(name, correct):
         folder = tmp_path / name / "ttrl"
         folder.mkdir(parents=True)
-        rows = [{"source": f"stream:q{i}", "reported_correct": c, "seconds": 10.0} for i, c in enumerate(correct)]
+        rows = [{"source": f"stream:q{i}", "reported_correct": c, "seconds": 10.0, "at": 1000.0 + 100 * i}
+                for i, c in enumerate(correct)]
         (folder / "signals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         return tmp_path / name
 
@@ -92,7 +93,7 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     version = learned / "ttrl" / "versions" / "v0001"
     version.mkdir(parents=True)
     (version / "meta.json").write_text(json.dumps({"number": 1, "status": "promoted", "update_seconds": 100.0,
-                                                   "canary_seconds": 20.0, "train_reward": 0.4, "signals": 4}))
+                                                   "canary_seconds": 20.0, "train_reward": 0.4, "created": 1350.0}))
     assert read_stream(learned, "k4-grpo").seconds_per_update == 120.0
     (learned / "peak_rss_kb.txt").write_text("6120000\n7450000\n")  # two runs of the stream
     text = write_table([reference, learned], "k4-none", tmp_path / "table").read_text()
@@ -113,7 +114,7 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     # A round's table while the next round runs: the streams too are cut, with the updates of their first N.
     text = write_table([reference, learned], "k4-none", tmp_path / "round", limit=3).read_text()
     assert "| k4-none | 3 | 33.3% |" in text and "| k4-grpo | 3 | 100.0% | +66.7 pts (3 paired) |" in text
-    assert "| 0 (0) | - | 7.45 |" in text and "k4-grpo: 0.40" not in text  # its update learned from 4 questions
+    assert "| 0 (0) | - | 7.45 |" in text and "k4-grpo: 0.40" not in text  # its update came after the 4th question
 
 
 def test_a_variant_streaming_the_same_questions_reads_the_executor_turns_another_made(make_learner, tiny_model,

@@ -6,8 +6,8 @@ truth called it right, every rollout's answer and reward, and the Planner versio
 the updates and canary decisions). Evaluation folders of `python -m backend.eval` (the `none` and
 one-rollout `mia` rows) join by question id; `--limit N` cuts every folder to its first N questions:
 an evaluation that ran further than the stream (the 300-question `dev` table's folders beside a
-150-question stream), and a stream that went on into the next round (with the updates its first N
-questions made).
+150-question stream), and a stream that went on into the next round (with the updates made before
+its next question was reported).
 A stream whose rows record every way of selecting (`selected`) gets a row for each other way on the
 same rollouts, and one for the questions where any rollout was right (a bound no selection exceeds).
 Usage:
@@ -48,20 +48,15 @@ def _digest(path: Path) -> str:
     return file_digest(path)[:16] or "-"
 
 
-def read_stream(folder: Path, label: str, rows: list[dict] | None = None) -> Variant:
-    """A stream's row; `rows`: its signals already read (_stream_rows), perhaps its first N: then only
-    the updates those made count (each version's meta says how many signals it learned from)."""
+def read_stream(folder: Path, label: str, rows: list[dict] | None = None, until: float | None = None) -> Variant:
+    """A stream's row; `rows`: its signals already read (_stream_rows), perhaps its first N; `until`:
+    then the time the question after them was reported, so only updates made before it count."""
     signals = folder / "ttrl" / "signals.jsonl"
     rows = _stream_rows(folder) if rows is None else rows
     versions = []
     for meta in sorted((folder / "ttrl" / "versions").glob("v*/meta.json")):
         versions.append(json.loads(meta.read_text(encoding="utf-8")))
-    updates, learned_from = [], 0
-    for version in sorted((v for v in versions if v.get("number", 0) > 0), key=lambda v: v["number"]):
-        learned_from += version.get("signals", 0)
-        if learned_from > len(rows):
-            break
-        updates.append(version)
+    updates = [v for v in versions if v.get("number", 0) > 0 and (until is None or v.get("created", 0.0) < until)]
     return Variant(
         label=label,
         correct={r["source"][len(STREAM_PREFIX):]: bool(r["reported_correct"]) for r in rows},
@@ -118,8 +113,10 @@ def read_variants(folder: Path, limit: int | None = None) -> list[Variant]:
     label = folder.name
     if (folder / "rows.jsonl").is_file():
         return [read_evaluation(folder, label, limit)]
-    rows = _stream_rows(folder)[:limit]
-    stream = read_stream(folder, label, rows)
+    every = _stream_rows(folder)
+    rows = every[:limit]
+    until = every[len(rows)].get("at") if len(every) > len(rows) else None
+    stream = read_stream(folder, label, rows, until)
     return [stream, *other_selections(rows, label, stream.digest)]
 
 
