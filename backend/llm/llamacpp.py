@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
@@ -96,6 +97,15 @@ class _SlotPool:
             self._free = []
             self.closed_because = reason
             self._ready.notify_all()
+
+
+def _free_sibling(lib, slots: list[_Slot], adapter) -> None:
+    """An adapter sibling's native memory: its contexts and batches, then its adapter (weakref.finalize
+    runs this at most once; it must not refer to the sibling)."""
+    for slot in slots:
+        slot.context.close()
+        slot.batch.close()
+    lib.llama_adapter_lora_free(adapter)
 
 
 class _ComputeGate:
@@ -235,7 +245,10 @@ class LlamaCppChatModel(InProcessChatModel):
             if lib.llama_set_adapters_lora(slot.context.ctx, adapters, 1, (ctypes.c_float * 1)(scale)):
                 raise LLMError(f"llama.cpp refused to apply the adapter {adapter_gguf} to {self.name}.")
         sibling._set_slots(slot_list, seed=0)
-        sibling._adapter = adapter  # freed by release(), else with the model
+        sibling._adapter = adapter
+        # Freed by release(), or once nothing refers to the sibling (an app process's superseded
+        # Planner, after the last run using it ends); not only when the model itself is freed.
+        sibling._free_native = weakref.finalize(sibling, _free_sibling, lib, slot_list, adapter)
         sibling.adapter_path = Path(adapter_gguf)
         sibling.name = name
         return sibling
@@ -251,11 +264,8 @@ class LlamaCppChatModel(InProcessChatModel):
                            "models are released; the base model is freed with the process.")
         self._pool.close_all(self._slots, f"{self.name} was released (a newer Planner version replaced it); "
                                           "ask the registry for the current version's model.")
-        for slot in self._slots:
-            slot.context.close()
-            slot.batch.close()
+        self._free_native()
         self._slots = []
-        self._llama_cpp.llama_adapter_lora_free(self._adapter)
         self._adapter = None
 
     # ---- ChatModel ----------------------------------------------------------------------------

@@ -4,6 +4,7 @@ model, so the rotary row permutation of the query and key projections is exercis
 
 from __future__ import annotations
 
+import gc
 import json
 
 import numpy as np
@@ -94,6 +95,14 @@ def test_a_released_sibling_frees_its_contexts_and_adapter_and_refuses_calls(ran
     again = base.with_adapter(adapter_file, name="llamacpp:SmolLM2-135M-Instruct+v0001")
     assert np.abs(next_token_logits(again, prompt) - adapted).mean() < 0.1 * delta
     again.release()
+    # A sibling nothing refers to any more (an app's superseded Planner) is freed without release().
+    dropped = base.with_adapter(adapter_file, name="llamacpp:SmolLM2-135M-Instruct+v0002")
+    next_token_logits(dropped, prompt)
+    dropped_slots = list(dropped._slots)
+    del dropped
+    gc.collect()
+    assert all(slot.context.ctx is None for slot in dropped_slots)
+    assert np.abs(next_token_logits(base, prompt) - base_logits).mean() < 0.1 * delta
 
 
 @pytest.mark.slow
