@@ -63,6 +63,7 @@ class _Slot:
 class _SlotPool:
     def __init__(self, slots: list[_Slot]) -> None:
         self._free = list(slots)
+        self._size = len(slots)
         self._ready = threading.Condition()
         self.closed_because = ""  # set by close_all: what a caller is told instead of a slot
 
@@ -89,10 +90,10 @@ class _SlotPool:
             self._free.append(slot)
             self._ready.notify()
 
-    def close_all(self, slots: list[_Slot], reason: str) -> None:
+    def close_all(self, reason: str) -> None:
         """Wait until every slot is back (no call is decoding in one), then refuse further calls."""
         with self._ready:
-            while len(self._free) < len(slots):
+            while len(self._free) < self._size:
                 self._ready.wait()
             self._free = []
             self.closed_because = reason
@@ -245,7 +246,6 @@ class LlamaCppChatModel(InProcessChatModel):
             if lib.llama_set_adapters_lora(slot.context.ctx, adapters, 1, (ctypes.c_float * 1)(scale)):
                 raise LLMError(f"llama.cpp refused to apply the adapter {adapter_gguf} to {self.name}.")
         sibling._set_slots(slot_list, seed=0)
-        sibling._adapter = adapter
         # Freed by release(), or once nothing refers to the sibling (an app process's superseded
         # Planner, after the last run using it ends); not only when the model itself is freed.
         sibling._free_native = weakref.finalize(sibling, _free_sibling, lib, slot_list, adapter)
@@ -259,14 +259,14 @@ class LlamaCppChatModel(InProcessChatModel):
         alive until the model itself is freed, so a sibling that is merely dropped keeps its memory
         for the life of the process: a test-time learner making a sibling for every Planner version
         grew by about a gigabyte a version. Calls after this raise LLMError; the base model is untouched."""
-        if self.adapter_path is None or getattr(self, "_adapter", None) is None:
+        free_native = getattr(self, "_free_native", None)
+        if free_native is None or not free_native.alive:
             raise LLMError(f"{self.name} is not an adapter sibling (or was released already): only with_adapter()'s "
                            "models are released; the base model is freed with the process.")
-        self._pool.close_all(self._slots, f"{self.name} was released (a newer Planner version replaced it); "
-                                          "ask the registry for the current version's model.")
-        self._free_native()
+        self._pool.close_all(f"{self.name} was released (a newer Planner version replaced it); "
+                             "ask the registry for the current version's model.")
+        free_native()
         self._slots = []
-        self._adapter = None
 
     # ---- ChatModel ----------------------------------------------------------------------------
 

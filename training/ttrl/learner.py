@@ -608,15 +608,13 @@ class TestTimeLearner:
     def _canary(self, policy: PolicyChatModel, version: Version) -> CanaryResult:
         """The canary of `version`: on llama.cpp with its adapter when rollouts sample there (greedy, as
         the app answers), else on the trained copy, which holds that version's weights now."""
-        if self.fast_sampler is None:
-            return evaluate_canary(self.canary, planner_model=self._gated(policy), executor_model=self._canary_executor,
-                                   tools=self.tools, settings=self.episode_settings, weights=self.reward_weights)
-        planner = self.fast_sampler(version)
+        planner = self.fast_sampler(version) if self.fast_sampler is not None else policy
         try:
             return evaluate_canary(self.canary, planner_model=self._gated(planner), executor_model=self._canary_executor,
                                    tools=self.tools, settings=self.episode_settings, weights=self.reward_weights)
         finally:
-            _release(planner)
+            if planner is not policy:
+                _release(planner)
 
     def update(self) -> Version | None:
         """One GRPO update on the batch, then the canary decides: promote, or reject and restore.
