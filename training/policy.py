@@ -44,13 +44,16 @@ class LoraSettings:
 
 class PolicyChatModel(EmbeddedChatModel):
     def __init__(self, model_dir: Path, *, temperature: float = 1.0, lora: LoraSettings | None = None,
-                 adapter_dir: Path | None = None, dtype: torch.dtype = torch.float32) -> None:
+                 adapter_dir: Path | None = None, dtype: torch.dtype = torch.float32, seed: int | None = None) -> None:
         """`adapter_dir` continues training a saved LoRA adapter (its own r and alpha) instead of a fresh one;
-        `dtype`: the base weights' (peft keeps the adapters in float32 over bfloat16 weights)."""
+        `dtype`: the base weights' (peft keeps the adapters in float32 over bfloat16 weights); `seed`: sample
+        from a generator of its own, so the same calls sample the same tokens whatever else drew from torch's."""
         map_large_blocks()
         # No repetition penalty: sampling must follow the policy's own distribution.
         super().__init__(model_dir, repetition_penalty=1.0, name=f"policy:{Path(model_dir).name}", dtype=dtype)
         self.temperature = temperature
+        if seed is not None:
+            self.sampling_generator = torch.Generator().manual_seed(seed)
         self.lora = lora if adapter_dir is None else (lora or LoraSettings())
         if adapter_dir is not None:
             from peft import PeftModel
@@ -106,7 +109,7 @@ class PolicyChatModel(EmbeddedChatModel):
         options = check_options(options)
         scored = self.score_options(messages, options, prefill=prefill)
         sums = torch.tensor([sum(t.logprob for t in tokens) for tokens in scored])
-        index = int(torch.multinomial(torch.softmax(sums / self.temperature, dim=0), 1))
+        index = int(torch.multinomial(torch.softmax(sums / self.temperature, dim=0), 1, generator=self.sampling_generator))
         prompt_text = self.prompt_text(messages, prefill)
         prompt_ids = self.encode(prompt_text)
         option_ids = self._continuation_ids(prompt_text, prompt_ids, options[index])

@@ -70,6 +70,7 @@ class EmbeddedChatModel(InProcessChatModel):
             torch.set_num_threads(threads)
         self.model_dir = model_dir
         self.repetition_penalty = repetition_penalty
+        self.sampling_generator: torch.Generator | None = None  # None: torch's global generator
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         self.model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype)
         self.adapter_dir = Path(adapter_dir) if adapter_dir else None
@@ -214,7 +215,7 @@ class EmbeddedChatModel(InProcessChatModel):
             scores = self._penalise_repeats(logits, generated)
             if temperature > 0:
                 probabilities = torch.softmax(scores / temperature, dim=-1)
-                token_id = int(torch.multinomial(probabilities, 1))
+                token_id = int(torch.multinomial(probabilities, 1, generator=self.sampling_generator))
             else:
                 token_id = int(torch.argmax(scores))
             detail = None

@@ -123,3 +123,24 @@ def test_the_same_turn_in_several_rollouts_is_scored_once_and_counted_each_time(
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.trainable_parameters()))
     for ours, theirs in zip(policy.trainable_parameters(), reference.trainable_parameters()):
         assert torch.allclose(ours, theirs, atol=1e-6)
+
+
+def test_a_seeded_policy_samples_the_same_rollout_whatever_else_drew_from_torch(tiny_model_dir):
+    """The learner's rollouts must not depend on what ran before them in the process (an app's answers,
+    another test): a seeded policy samples from its own generator."""
+    messages = [{"role": "user", "content": "Question: who wrote Hamlet?"}]
+
+    def rollout(policy: PolicyChatModel, draws_between: int) -> list[list[int]]:
+        torch.rand(draws_between)  # whatever else ran in the process
+        policy.begin_episode()
+        policy.generate(messages, max_new_tokens=12)
+        policy.choose(messages, ["alpha", "beta", "gamma", "delta"])
+        return [sample.completion_ids for sample in policy.end_episode()]
+
+    seeded = [rollout(PolicyChatModel(tiny_model_dir, lora=None, seed=7), draws) for draws in (0, 1000)]
+    assert seeded[0] == seeded[1] and len(seeded[0]) == 2 and len(seeded[0][0]) == 12
+    unseeded = PolicyChatModel(tiny_model_dir, lora=None)
+    torch.manual_seed(0)
+    first = rollout(unseeded, 0)
+    torch.manual_seed(1)
+    assert rollout(unseeded, 0) != first  # without a seed the global generator decides: the test could tell
