@@ -6,6 +6,7 @@ import json
 import logging
 import os
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 
 from backend.eval.losses import CAUSES, HOP_CAUSES, LossBreakdown, loss_breakdown, read_labels
@@ -157,9 +158,10 @@ def _warm_up_text(manifest: dict) -> str:
     return f"`{Path(manifest['warm_from']).name}` ({manifest['warm_limit'] or 'all'} questions)"
 
 
-def plot_learning_curves(streams: list[tuple[str, list[bool]]], path: Path) -> bool:
+def plot_learning_curves(streams: list[tuple[str, list[bool]]], path: Path, *, dashed: Collection[str] = ()) -> bool:
     """Accuracy against stream position, one line per evaluation: so far (left) and over the last
-    ROLLING_WINDOW questions (right); False without matplotlib."""
+    ROLLING_WINDOW questions (right), the legend below both; the `dashed` labels (a bound, not a
+    method) drawn dashed. False without matplotlib."""
     try:
         import matplotlib
 
@@ -168,12 +170,15 @@ def plot_learning_curves(streams: list[tuple[str, list[bool]]], path: Path) -> b
     except ImportError:
         log.warning("matplotlib is not installed; the learning-curve plot is skipped")
         return False
-    figure, (so_far, rolling) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for label, correct in streams:
-        marker = "o" if len(correct) <= 20 else None
-        so_far.plot(range(1, len(correct) + 1), running_accuracy(correct), marker=marker, label=label)
+    figure, (so_far, rolling) = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True)
+    colors = plt.get_cmap("tab10" if len(streams) <= 10 else "tab20").colors
+    for i, ((label, correct), color) in enumerate(zip(streams, colors * (len(streams) // len(colors) + 1))):
+        # Earlier lines wider, so a line that another one covers (the same answers) still shows at its edges.
+        style = dict(color=color, label=label, marker="o" if len(correct) <= 20 else None,
+                     linestyle="--" if label in dashed else "-", linewidth=1.2 + 2.4 * (len(streams) - 1 - i) / max(len(streams) - 1, 1))
+        so_far.plot(range(1, len(correct) + 1), running_accuracy(correct), **style)
         window = rolling_accuracy(correct, ROLLING_WINDOW)
-        rolling.plot(range(len(correct) - len(window) + 1, len(correct) + 1), window, marker=marker, label=label)
+        rolling.plot(range(len(correct) - len(window) + 1, len(correct) + 1), window, **style)
     so_far.set_ylabel("judge accuracy")
     so_far.set_title("so far")
     rolling.set_title(f"last {ROLLING_WINDOW} questions")
@@ -181,8 +186,8 @@ def plot_learning_curves(streams: list[tuple[str, list[bool]]], path: Path) -> b
         axes.set_xlabel("questions answered")
         axes.set_ylim(0, 1)
         axes.grid(alpha=0.3)
-    rolling.legend()
-    figure.tight_layout()
+    figure.legend(*so_far.get_legend_handles_labels(), loc="lower center", ncol=min(len(streams), 3), frameon=False)
+    figure.tight_layout(rect=(0, 0.06 * ((len(streams) + 2) // 3) + 0.02, 1, 1))
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return True

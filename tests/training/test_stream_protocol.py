@@ -13,7 +13,7 @@ from backend.config import SELECTIONS
 from training.ttrl.selection import Rollouts, by_majority, by_memory, by_reader, select_reported
 from training.ttrl.stream import stream_questions
 from backend.eval.results import ResultsFile
-from training.ttrl.stream_table import read_stream, write_table
+from training.ttrl.stream_table import plotted, read_stream, read_variants, write_table
 
 from tests.backend.eval.test_results_and_summary import make_row
 from tests.training.conftest import QUESTIONS
@@ -154,6 +154,9 @@ def test_the_table_pairs_each_way_of_selecting_on_the_same_rollouts_and_bounds_t
     assert "| k4-none, any rollout right (ground truth; a bound) | 4 | 75.0% | +50.0 pts (4 paired) |" in text
     digest = read_stream(tmp_path / "k4-none", "k4-none").digest
     assert text.count(f"`{digest}`") == 4  # each row computed from the one rows file, named by its checksum
+    # The plot draws the method and its bound; the other selections are in the table only.
+    drawn = plotted(read_variants(tmp_path / "k4-none"), "k4-none")
+    assert [v.label for v in drawn] == ["k4-none", "k4-none, any rollout right (ground truth; a bound)"]
 
 
 def test_a_rollout_researches_one_plan_whatever_the_app_researches(make_learner):
