@@ -490,7 +490,7 @@ class TestTimeLearner:
                 base_dir, temperature=self.settings.temperature,
                 lora=LoraSettings(r=self.settings.lora_r, alpha=self.settings.lora_alpha),
                 adapter_dir=current.adapter_path, dtype=getattr(torch, self.settings.weights_dtype),
-                seed=current.number,
+                seed=0,  # as the llama.cpp sampler (FastSampler): each version samples from the same seed
             )
             self._optimizer = torch.optim.AdamW(self._policy.trainable_parameters(), lr=self.settings.learning_rate,
                                                 weight_decay=0.0)
