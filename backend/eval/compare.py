@@ -174,8 +174,9 @@ def plot_learning_curves(streams: list[tuple[str, list[bool]]], path: Path, *, d
     colors = plt.get_cmap("tab10" if len(streams) <= 10 else "tab20").colors
     for i, ((label, correct), color) in enumerate(zip(streams, colors * (len(streams) // len(colors) + 1))):
         # Earlier lines wider, so a line that another one covers (the same answers) still shows at its edges.
+        width = 1.2 + 2.4 * (len(streams) - 1 - i) / max(len(streams) - 1, 1)
         style = dict(color=color, label=label, marker="o" if len(correct) <= 20 else None,
-                     linestyle="--" if label in dashed else "-", linewidth=1.2 + 2.4 * (len(streams) - 1 - i) / max(len(streams) - 1, 1))
+                     linestyle="--" if label in dashed else "-", linewidth=width)
         so_far.plot(range(1, len(correct) + 1), running_accuracy(correct), **style)
         window = rolling_accuracy(correct, ROLLING_WINDOW)
         rolling.plot(range(len(correct) - len(window) + 1, len(correct) + 1), window, **style)
