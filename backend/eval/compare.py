@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -172,7 +173,7 @@ def plot_learning_curves(streams: list[tuple[str, list[bool]]], path: Path, *, d
         return False
     figure, (so_far, rolling) = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True)
     colors = plt.get_cmap("tab10" if len(streams) <= 10 else "tab20").colors
-    for i, ((label, correct), color) in enumerate(zip(streams, colors * (len(streams) // len(colors) + 1))):
+    for i, ((label, correct), color) in enumerate(zip(streams, itertools.cycle(colors))):
         # Earlier lines wider, so a line that another one covers (the same answers) still shows at its edges.
         width = 1.2 + 2.4 * (len(streams) - 1 - i) / max(len(streams) - 1, 1)
         style = dict(color=color, label=label, marker="o" if len(correct) <= 20 else None,

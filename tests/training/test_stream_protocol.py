@@ -4,6 +4,7 @@ tiny random model, the real wiki index and a real SQLite memory store."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -94,14 +95,14 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     version.mkdir(parents=True)
     (version / "meta.json").write_text(json.dumps({"number": 1, "status": "promoted", "update_seconds": 100.0,
                                                    "canary_seconds": 20.0, "train_reward": 0.4, "created": 1350.0}))
-    assert read_stream(learned, "k4-grpo").seconds_per_update == 120.0
+    assert read_stream(learned, "k4-grpo")[0].seconds_per_update == 120.0
     (learned / "peak_rss_kb.txt").write_text("6120000\n7450000\n")  # two runs of the stream
     text = write_table([reference, learned], "k4-none", tmp_path / "table").read_text()
     assert "| k4-grpo | 4 | 100.0% | +50.0 pts (4 paired) |" in text and "| 1 (1) | 120 | 7.45 |" in text
     assert "| 0.500 | 14 | 10 |" in text  # McNemar on 2 against 0; 14 questions would show such a gain reliably
     assert "| 10 | 0 (0) | - | - |" in text  # the reference: no update, no peak recorded
     assert "McNemar" in text and "k4-grpo: 0.40" in text
-    assert np.isclose(read_stream(reference, "k4-none").seconds_per_signal, 10.0)
+    assert np.isclose(read_stream(reference, "k4-none")[0].seconds_per_signal, 10.0)
 
     evaluation = tmp_path / "none"  # an evaluation that ran on past the stream: its first 4 questions pair
     evaluation.mkdir()
@@ -115,6 +116,12 @@ def test_the_table_pairs_variants_by_question(tmp_path):
     text = write_table([reference, learned], "k4-none", tmp_path / "round", limit=3).read_text()
     assert "| k4-none | 3 | 33.3% |" in text and "| k4-grpo | 3 | 100.0% | +66.7 pts (3 paired) |" in text
     assert "| 0 (0) | - | 7.45 |" in text and "k4-grpo: 0.40" not in text  # its update came after the 4th question
+    # Its checksum is of the 3 questions' lines, so the round's table still checks out after the stream goes on.
+    first_three = b"".join((reference / "ttrl" / "signals.jsonl").read_bytes().splitlines(keepends=True)[:3])
+    assert f"| k4-none | 3 | 33.3% | - | - | - | - | 10 | 0 (0) | - | - | `{hashlib.sha256(first_three).hexdigest()[:16]}` |" in text
+    with (reference / "ttrl" / "signals.jsonl").open("a") as later:
+        later.write(json.dumps({"source": "stream:q4", "reported_correct": True, "seconds": 10.0, "at": 1400.0}) + "\n")
+    assert write_table([reference, learned], "k4-none", tmp_path / "later", limit=3).read_text() == text
 
 
 def test_a_variant_streaming_the_same_questions_reads_the_executor_turns_another_made(make_learner, tiny_model,
@@ -152,7 +159,7 @@ def test_the_table_pairs_each_way_of_selecting_on_the_same_rollouts_and_bounds_t
     assert "| k4-none, reported by majority | 4 | 25.0% | +0.0 pts (4 paired) |" in text
     assert "| k4-none, reported by memory |" not in text  # the row's own selection is the variant's row
     assert "| k4-none, any rollout right (ground truth; a bound) | 4 | 75.0% | +50.0 pts (4 paired) |" in text
-    digest = read_stream(tmp_path / "k4-none", "k4-none").digest
+    digest = read_stream(tmp_path / "k4-none", "k4-none")[0].digest
     assert text.count(f"`{digest}`") == 4  # each row computed from the one rows file, named by its checksum
     # The plot draws the method and its bound; the other selections are in the table only.
     drawn = plotted(read_variants(tmp_path / "k4-none"), "k4-none")

@@ -18,6 +18,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,15 +46,32 @@ class Variant:
     peak_gb: float | None = None  # the stream process's peak resident memory over its runs (PEAK_FILE)
 
 
+def bound_label(label: str) -> str:
+    """The row of a stream's questions where any rollout was right (other_selections)."""
+    return f"{label}, {ANY_RIGHT}"
+
+
 def _digest(path: Path) -> str:
     return file_digest(path)[:16] or "-"
 
 
-def read_stream(folder: Path, label: str, rows: list[dict] | None = None, until: float | None = None) -> Variant:
-    """A stream's row; `rows`: its signals already read (_stream_rows), perhaps its first N; `until`:
-    then the time the question after them was reported, so only updates made before it count."""
+def read_stream(folder: Path, label: str, limit: int | None = None) -> tuple[Variant, list[dict]]:
+    """A stream's row and its signals, perhaps its first `limit` questions: then only the updates made
+    before the next question was reported count, and the checksum is of the lines those questions
+    take in the rows file (what a round's table computed from, however far the stream has gone on)."""
     signals = folder / "ttrl" / "signals.jsonl"
-    rows = _stream_rows(folder) if rows is None else rows
+    data = signals.read_bytes()
+    every, ends = [], []  # a stream question's row, and where its line ends in the file
+    offset = 0
+    for line in data.splitlines(keepends=True):
+        offset += len(line)
+        row = json.loads(line) if line.strip() else {}
+        if str(row.get("source", "")).startswith(STREAM_PREFIX) and row.get("reported_correct") is not None:
+            every.append(row)
+            ends.append(offset)
+    rows = every[:limit]
+    until = every[len(rows)].get("at") if len(every) > len(rows) else None
+    in_scope = data if limit is None else data[:ends[len(rows) - 1] if rows else 0]
     versions = []
     for meta in sorted((folder / "ttrl" / "versions").glob("v*/meta.json")):
         versions.append(json.loads(meta.read_text(encoding="utf-8")))
@@ -66,9 +84,9 @@ def read_stream(folder: Path, label: str, rows: list[dict] | None = None, until:
         seconds_per_update=(sum(v.get("update_seconds", 0.0) + v.get("canary_seconds", 0.0) for v in updates)
                             / len(updates)) if updates else None,
         rewards_per_update=[v["train_reward"] for v in updates if v.get("train_reward") is not None],
-        digest=_digest(signals),
+        digest=hashlib.sha256(in_scope).hexdigest()[:16] if in_scope else "-",
         peak_gb=_peak_gb(folder / PEAK_FILE),
-    )
+    ), rows
 
 
 def other_selections(rows: list[dict], label: str, digest: str) -> list[Variant]:
@@ -84,15 +102,9 @@ def other_selections(rows: list[dict], label: str, digest: str) -> list[Variant]
         if picked:
             variants.append(Variant(label=f"{label}, reported by {how}", correct=picked, digest=digest))
     if rows and all("correct" in r for r in rows):
-        variants.append(Variant(label=f"{label}, {ANY_RIGHT}",
+        variants.append(Variant(label=bound_label(label),
                                 correct={r["source"][len(STREAM_PREFIX):]: r["correct"] > 0 for r in rows}, digest=digest))
     return variants
-
-
-def _stream_rows(folder: Path) -> list[dict]:
-    signals = folder / "ttrl" / "signals.jsonl"
-    rows = [json.loads(line) for line in signals.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in rows if str(r.get("source", "")).startswith(STREAM_PREFIX) and r.get("reported_correct") is not None]
 
 
 def _peak_gb(path: Path) -> float | None:
@@ -114,10 +126,7 @@ def read_variants(folder: Path, limit: int | None = None) -> list[Variant]:
     label = folder.name
     if (folder / "rows.jsonl").is_file():
         return [read_evaluation(folder, label, limit)]
-    every = _stream_rows(folder)
-    rows = every[:limit]
-    until = every[len(rows)].get("at") if len(every) > len(rows) else None
-    stream = read_stream(folder, label, rows, until)
+    stream, rows = read_stream(folder, label, limit)
     return [stream, *other_selections(rows, label, stream.digest)]
 
 
@@ -165,7 +174,7 @@ def table(variants: list[Variant], reference: Variant) -> list[str]:
 def plotted(variants: list[Variant], reference_label: str) -> list[Variant]:
     """What the stream's plot draws: each method's reported answers and the reference's any-rollout-right
     bound; the other selections of the same rollouts are in the table only."""
-    return [v for v in variants if ", " not in v.label or v.label == f"{reference_label}, {ANY_RIGHT}"]
+    return [v for v in variants if ", " not in v.label or v.label == bound_label(reference_label)]
 
 
 def write_table(folders: list[Path], reference_label: str, out_dir: Path, limit: int | None = None) -> Path:
@@ -175,9 +184,8 @@ def write_table(folders: list[Path], reference_label: str, out_dir: Path, limit:
         raise ValueError(f"--reference {reference_label!r} is none of the folders' names: {', '.join(by_label)}.")
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = ["# Test-time learning stream", ""] + table(variants, by_label[reference_label])
-    bound = f"{reference_label}, {ANY_RIGHT}"
     if plot_learning_curves([(v.label, list(v.correct.values())) for v in plotted(variants, reference_label)],
-                            out_dir / "stream.png", dashed={bound}):
+                            out_dir / "stream.png", dashed={bound_label(reference_label)}):
         lines += ["", "![reported-answer accuracy over the stream](stream.png)"]
     path = out_dir / "stream.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
