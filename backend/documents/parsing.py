@@ -90,6 +90,8 @@ def parse_file(path: Path, *, name: str | None = None, ocr_on: bool | None = Non
     except MemoryError:  # the reading process's memory limit: parse_process says so
         raise
     except Exception as exc:  # a library's own error on a damaged file, whatever its class
+        if _out_of_memory(exc):
+            raise MemoryError(f"{name}: {exc}") from exc
         log.info("cannot parse %s", name, exc_info=True)
         raise ParseError(f"{name}: not a readable {kind.upper() if kind in ('pdf', 'docx', 'html') else kind} "
                          f"file ({type(exc).__name__}: {str(exc)[:160]}).") from None
@@ -97,6 +99,17 @@ def parse_file(path: Path, *, name: str | None = None, ocr_on: bool | None = Non
     if not parsed.sections and not parsed.unread_pages:
         raise ParseError(f"{name}: no text found in it.")
     return parsed
+
+
+def _out_of_memory(exc: Exception) -> bool:
+    """Whether libxml2 (lxml: DOCX and HTML) ran out of memory: it says so as a syntax error."""
+    from lxml import etree
+
+    if not isinstance(exc, etree.LxmlError):
+        return False
+    no_memory = etree.ErrorTypes.ERR_NO_MEMORY
+    logged = getattr(exc, "error_log", ())
+    return getattr(exc, "code", None) == no_memory or any(entry.type == no_memory for entry in logged)
 
 
 def _decode(data: bytes) -> str:
