@@ -53,6 +53,8 @@ class RoleConfig:
     small: str = "auto"  # treat the model as small (guided turns, tighter limits, overlap rule): auto = as the model declares
     model_dir: str = ""  # embedded: a transformers folder; empty = the prepared SmolLM2
     adapter_dir: str = ""  # embedded: a LoRA adapter folder merged into model_dir on load (a test-time-learning version)
+    adapter: str = ""  # executor only: a trained reader (a folder with manifest.json, adapter/ and adapter.gguf;
+    # training/README in docs/training.md) that the Executor's calls answer with; "" = the base weights
     base_url: str = ""  # openai: e.g. http://127.0.0.1:8000/v1
     model: str = ""  # openai: the served model name
     api_key: str = ""
@@ -457,6 +459,9 @@ def validate_role(prefix: str, role: RoleConfig) -> None:
         raise ConfigError(f"{prefix}.max_new_tokens: must be at least 8.")
     if role.timeout_s <= 0:
         raise ConfigError(f"{prefix}.timeout_s: must be positive.")
+    if role.adapter and prefix.rsplit(".", 1)[-1] != "executor":
+        raise ConfigError(f"{prefix}.adapter: only the Executor answers with a trained reader adapter; remove it here "
+                          "and set roles.executor.adapter.")
 
 
 def _validate_weights(prefix: str, weights: Mapping[str, float]) -> None:

@@ -1,4 +1,4 @@
-"""Command line: `python -m training executor|planner|alternate|dataset|verl-check|ttrl ...`."""
+"""Command line: `python -m training reader-data|reader|executor|planner|alternate|dataset|verl-check|ttrl ...`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 from backend.llm.base import LLMError
 from training.datasets import DatasetError
 from training.grpo_config import TrainingConfigError
+from training.reader_data import ReaderDataError
+from backend.config import ConfigError
 
 DEFAULT_CONFIGS = Path(__file__).resolve().parent / "configs"
 
@@ -16,6 +18,20 @@ DEFAULT_CONFIGS = Path(__file__).resolve().parent / "configs"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description="GRPO training of the Executor and Planner.")
     commands = parser.add_subparsers(dest="command", required=True)
+    examples = commands.add_parser("reader-data", help="build the reader's training examples (the Executor stage's data)")
+    examples.add_argument("--hotpotqa", type=Path, nargs="+",
+                          default=[Path("data/hotpotqa/train.jsonl"), Path("data/hotpotqa/train-extra.jsonl")],
+                          help="HotpotQA training files (never dev)")
+    examples.add_argument("--model", default="qwen", choices=("qwen", "smollm2", "tiny-random"),
+                          help="whose reading the examples are for (its traits decide how the reader reads)")
+    examples.add_argument("--limit", type=int, help="only the first N questions")
+    examples.add_argument("--out", type=Path, default=Path(".mia/reader/examples.jsonl"))
+    reader = commands.add_parser("reader", help="train the reader's LoRA on its examples (supervised, resumable)")
+    reader.add_argument("--config", type=Path, default=DEFAULT_CONFIGS / "reader_qwen_cpu.yaml")
+    reader.add_argument("--data", help="override `data`")
+    reader.add_argument("--output-dir", help="override `output_dir`")
+    reader.add_argument("--epochs", type=float, help="override `epochs`")
+    reader.add_argument("--max-examples", type=int, help="override `max_examples`")
     for stage in ("executor", "planner"):
         sub = commands.add_parser(stage, help=f"train the {stage.capitalize()} with GRPO on this machine")
         sub.add_argument("--config", required=True, type=Path, help="YAML settings (see training/configs/)")
@@ -153,10 +169,46 @@ def _build_dataset(args: argparse.Namespace) -> Path:
     return datasets.write_records(records, args.out)
 
 
+def _reader_data(args: argparse.Namespace) -> None:
+    from tqdm.auto import tqdm
+
+    from training.reader_data import CANARY_ROWS, reader_traits, read_records, reading_examples, write_rows
+
+    records = read_records(args.hotpotqa, skip_last={"train-extra.jsonl": CANARY_ROWS})[: args.limit]
+    traits = reader_traits(args.model)
+    rows, kept = [], 0
+    for record in tqdm(records, desc="Reading examples", unit="question"):
+        examples = reading_examples(record, traits)
+        kept += bool(examples)
+        rows += [example.to_row() for example in examples]
+    digest = write_rows(rows, args.out)
+    validation = sum(row["split"] == "validation" for row in rows)
+    print(f"wrote {args.out}: {len(rows)} examples from {kept} of {len(records)} questions "
+          f"({validation} validation); sha256 {digest}")
+
+
+def _train_reader(args: argparse.Namespace, argv: list[str] | None) -> None:
+    import shlex
+
+    from training.sft_config import load_sft_settings
+    from training.sft_trainer import train_reader
+
+    settings = load_sft_settings(args.config, data=args.data, output_dir=args.output_dir, epochs=args.epochs,
+                                 max_examples=args.max_examples)
+    command = "python -m training " + shlex.join(argv if argv is not None else sys.argv[1:])
+    output = train_reader(settings, command=command)
+    print(f"reader adapter: {output} (manifest.json says what it was trained on; serve it with "
+          f"roles.executor.adapter = \"{output}\")")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command in ("executor", "planner"):
+        if args.command == "reader-data":
+            _reader_data(args)
+        elif args.command == "reader":
+            _train_reader(args, argv)
+        elif args.command in ("executor", "planner"):
             from training.grpo_config import load_settings
             from training.trainer import train_stage
 
@@ -188,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             rollout = config.actor_rollout_ref.rollout
             print(f"{args.stage}: ok (n={rollout.n}, lr={config.actor_rollout_ref.actor.optim.lr}, "
                   f"batch={config.data.train_batch_size}, agent loop {rollout.agent.default_agent_loop})")
-    except (TrainingConfigError, DatasetError, LLMError, ValueError) as exc:
+    except (TrainingConfigError, DatasetError, ReaderDataError, ConfigError, LLMError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -54,9 +54,15 @@ def served_adapter_name(version: AdapterVersion) -> str:
     """The name the server knows the version by: the version and its content's hash (a version number
     alone repeats after a rollback and is shared by every deployment on one server)."""
     if version.adapter_path is None or not version.adapter_path.is_dir():
-        raise LLMError(f"Planner {version.name} has no adapter folder at {version.adapter_dir!r}; roll back to "
+        raise LLMError(f"{_label(version)} has no adapter folder at {version.adapter_dir!r}; roll back to "
                        "a version whose adapter/ folder exists.")
-    return f"mia-planner-{version.name}-{adapter_digest(version.adapter_path)}"
+    role = getattr(version, "role", "planner")
+    return f"mia-{role}-{version.name}-{adapter_digest(version.adapter_path)}"
+
+
+def _label(version: AdapterVersion) -> str:
+    """How messages name an adapter: "Planner v0003", "Executor reader-2026-12"."""
+    return f"{getattr(version, 'role', 'planner').capitalize()} {version.name}"
 
 
 def _auth_headers(api_key: str) -> dict:
@@ -83,16 +89,17 @@ def register_served_adapter(base_url: str, version: AdapterVersion, *, api_key: 
         if "already been loaded" in response.text and name in _served_models(base_url, headers, timeout_s):
             return name
     except httpx.HTTPError as exc:
-        raise LLMError(f"Could not reach {base_url} to load Planner {version.name}: {exc}.") from None
+        raise LLMError(f"Could not reach {base_url} to load {_label(version)}: {exc}.") from None
     raise LLMError(
-        f"{url} refused Planner {version.name} ({response.status_code}: {response.text[:200]}). "
+        f"{url} refused {_label(version)} ({response.status_code}: {response.text[:200]}). "
         "Start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True."
     )
 
 
-class ServedAdapterPlanner(OpenAIChatModel):
-    """A served Planner version: when the server has lost the adapter (it restarted), the adapter is
-    registered again and the call retried once."""
+class ServedAdapterModel(OpenAIChatModel):
+    """A served model answering with a LoRA adapter (a Planner version, the Executor's trained reader):
+    when the server has lost the adapter (it restarted), the adapter is registered again and the call
+    retried once."""
 
     def __init__(self, role, version: AdapterVersion) -> None:
         self._role, self._version = role, version
@@ -107,11 +114,11 @@ class ServedAdapterPlanner(OpenAIChatModel):
             try:
                 listed = self.model in _served_models(self.base_url, _auth_headers(self._role.api_key), self.timeout_s)
             except httpx.HTTPError:
-                raise LLMError(f"The server at {self.base_url} refused Planner {self.model} and lists no models; "
+                raise LLMError(f"The server at {self.base_url} refused {_label(self._version)} and lists no models; "
                                "check that it is running with --enable-lora.") from None
             if listed:
                 raise  # the adapter is there: the request itself was refused
-            log.warning("The server at %s lost Planner %s; registering it again", self.base_url, self.model)
+            log.warning("The server at %s lost %s; registering it again", self.base_url, _label(self._version))
             register_served_adapter(self._role.base_url, self._version, api_key=self._role.api_key,
                                     timeout_s=self._role.timeout_s)
             return super()._post(path, body, root=root)

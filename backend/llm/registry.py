@@ -82,13 +82,29 @@ def gguf_file(config: Config, role: RoleConfig, *, progress: bool = True) -> Pat
     return assemble_qwen_gguf(config.model_cache_dir, progress=progress)
 
 
+def reader_adapter_of(config: Config, role: RoleConfig):
+    """The trained reader `role.adapter` names (backend.llm.reader_adapter), its manifest read; None
+    without one."""
+    from backend.llm.reader_adapter import read_reader_adapter
+
+    return read_reader_adapter(resolve_path(config, role.adapter)) if role.adapter else None
+
+
 def _build_llamacpp(config: Config, role: RoleConfig, progress: bool) -> ChatModel:
     from backend.llm.llamacpp import get_llamacpp_model
+    from backend.llm.reader_adapter import check_base
 
-    return get_llamacpp_model(
-        gguf_file(config, role, progress=progress), threads=role.threads, context_tokens=role.context_tokens,
+    gguf = gguf_file(config, role, progress=progress)
+    model = get_llamacpp_model(
+        gguf, threads=role.threads, context_tokens=role.context_tokens,
         slots=role.slots, small=role.small_override, repetition_penalty=role.repetition_penalty,
     )
+    reader = reader_adapter_of(config, role)
+    if reader is None:
+        return model
+    check_base(reader, gguf)
+    # The same loaded weights (every other role keeps them bare), the reader's LoRA on contexts of its own.
+    return model.with_adapter(reader.gguf, name=f"{model.name}+reader:{reader.folder.name}", slots=role.slots)
 
 
 def _llamacpp_version(config: Config, role: RoleConfig, version: AdapterVersion) -> ChatModel:
@@ -130,8 +146,19 @@ def embedded_model_dir(config: Config, role: RoleConfig, *, progress: bool = Tru
 
 def _build_embedded(config: Config, role: RoleConfig, progress: bool) -> ChatModel:
     from backend.llm.embedded import get_embedded_model
+    from backend.llm.gguf_import import default_gguf_path
+    from backend.llm.reader_adapter import check_base
 
     adapter = resolve_path(config, role.adapter_dir) if role.adapter_dir else None
+    reader = reader_adapter_of(config, role)
+    if reader is not None:
+        if role.model_dir or adapter is not None:
+            from backend.config import ConfigError
+
+            raise ConfigError("roles.executor.adapter: a trained reader applies to the packaged SmolLM2 weights only "
+                              "on the embedded backend; remove model_dir and adapter_dir, or the adapter.")
+        check_base(reader, default_gguf_path())
+        adapter = reader.peft_dir
     return get_embedded_model(embedded_model_dir(config, role, progress=progress), adapter)
 
 
@@ -163,6 +190,11 @@ EMBEDDED = BackendSpec(
 def _build_openai(config: Config, role: RoleConfig, progress: bool) -> ChatModel:
     from backend.llm.openai_compat import OpenAIChatModel
 
+    reader = reader_adapter_of(config, role)
+    if reader is not None:
+        from backend.llm.adapters import ServedAdapterModel
+
+        return ServedAdapterModel(role, reader.as_version())
     model = OpenAIChatModel(
         role.base_url, role.model, api_key=role.api_key or None, timeout_s=role.timeout_s,
         supports_images=role.supports_images, context_tokens=role.context_tokens,
@@ -195,9 +227,9 @@ def _served_weights(config: Config, role: RoleConfig) -> Path:
 
 
 def _served_version(config: Config, role: RoleConfig, version: AdapterVersion) -> ChatModel:
-    from backend.llm.adapters import ServedAdapterPlanner
+    from backend.llm.adapters import ServedAdapterModel
 
-    return ServedAdapterPlanner(role, version)
+    return ServedAdapterModel(role, version)
 
 
 def _publish_served(config: Config, role: RoleConfig, version: AdapterVersion) -> None:

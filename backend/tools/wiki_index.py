@@ -230,8 +230,8 @@ def _normalized(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
-def _build_bm25(files: CorpusFiles, directory: Path, *, progress: bool) -> None:
-    documents = load_documents(files)
+def bm25_retriever(documents: list[Document], *, progress: bool = False) -> bm25s.BM25:
+    """BM25 over each document's title and text, as the wiki is searched."""
     texts = [f"{document.title}. {document.text}" for document in documents]
     tokens: list[list[str]] = []
     chunk = 1000
@@ -241,6 +241,12 @@ def _build_bm25(files: CorpusFiles, directory: Path, *, progress: bool) -> None:
             bar.update(len(texts[start : start + chunk]))
     retriever = bm25s.BM25()
     retriever.index(tokens, show_progress=progress)
+    return retriever
+
+
+def _build_bm25(files: CorpusFiles, directory: Path, *, progress: bool) -> None:
+    documents = load_documents(files)
+    retriever = bm25_retriever(documents, progress=progress)
 
     building = directory.parent / f".building-{directory.name}-{uuid.uuid4().hex[:8]}"
     building.mkdir(parents=True)
