@@ -10,8 +10,10 @@ The counts live in the memory store's database when the app serves (memory_db.lo
 that every app process of a deployment holds the same locks; FailureCountsInProcess keeps them in
 one process. A password check (scrypt: tens of milliseconds of a core) runs in a worker thread,
 PASSWORD_CHECKS_AT_ONCE at a time: a flood of sign-ins queues for that, while the server's event
-loop, and everyone's pages, go on. Gradio hands the login check only a user name and a password, so
-`ClientAddress` (ASGI middleware) passes the address along.
+loop, and everyone's pages, go on. Each user name queues first on its own: at most one sign-in per
+user name waits for a check, so one account signing in over and over delays another account's
+sign-in by one check at most, not by the whole flood. Gradio hands the login check only a user name
+and a password, so `ClientAddress` (ASGI middleware) passes the address along.
 """
 
 from __future__ import annotations
@@ -133,25 +135,43 @@ class LoginGuard:
         # An address may be shared (an office, a proxy): it gets more tries than one user name.
         self.per_address = per_address or LoginThrottle(free_failures=20, counts=counts)
         self._checks = anyio.CapacityLimiter(checks_at_once)
+        self._turns: dict[str, tuple[anyio.Lock, int]] = {}  # user key -> (its queue, sign-ins in it)
 
     async def authenticate(self, username: str, password: str) -> bool:
-        """`check` for the address of the request being served, in a worker thread once one of the
-        PASSWORD_CHECKS_AT_ONCE is free; waiting for it costs the event loop nothing."""
-        return await anyio.to_thread.run_sync(self.check, username, password, CLIENT_ADDRESS.get(),
-                                              limiter=self._checks)
+        """`check` for the address of the request being served, in a worker thread once this user
+        name's earlier sign-ins are done and one of the PASSWORD_CHECKS_AT_ONCE is free; waiting
+        costs the event loop nothing."""
+        key = user_key(username)
+        lock, waiting = self._turns.get(key) or (anyio.Lock(), 0)
+        self._turns[key] = (lock, waiting + 1)
+        try:
+            async with lock:
+                return await anyio.to_thread.run_sync(self.check, username, password, CLIENT_ADDRESS.get(),
+                                                      limiter=self._checks)
+        finally:
+            lock, waiting = self._turns[key]
+            if waiting == 1:  # the last one out: a name no one signs in with holds no memory
+                del self._turns[key]
+            else:
+                self._turns[key] = (lock, waiting - 1)
 
     def check(self, username: str, password: str, address: str) -> bool:
-        user_key = f"user:{username.strip().lower()[:MAX_NAME_CHARS]}"
+        name_key = user_key(username)
         address_key = f"address:{address}"
-        if self.per_user.locked_for(user_key) or self.per_address.locked_for(address_key):
+        if self.per_user.locked_for(name_key) or self.per_address.locked_for(address_key):
             log.warning("sign-in for %r from %s refused: too many wrong passwords", username[:64], address)
             return False
         if self.users.check(username, password):
-            self.per_user.clear(user_key)
+            self.per_user.clear(name_key)
             return True
-        self.per_user.record_failure(user_key)
+        self.per_user.record_failure(name_key)
         self.per_address.record_failure(address_key)
         return False
+
+
+def user_key(username: str) -> str:
+    """The key of a user name's failures and of its queue of sign-ins."""
+    return f"user:{username.strip().lower()[:MAX_NAME_CHARS]}"
 
 
 class ClientAddress:

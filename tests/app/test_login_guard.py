@@ -1,5 +1,6 @@
 """Sign-in throttling per user name and per address (the real scrypt check behind it), its counts
-shared by app processes through the database, and password checks kept off the event loop."""
+shared by app processes through the database, and password checks kept off the event loop, where
+one account signing in over and over cannot make everyone else's sign-in wait behind it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from app.auth import User, UserDirectory, hash_password
@@ -193,3 +195,39 @@ def test_password_checks_run_one_at_a_time_off_the_event_loop():
     with ThreadPoolExecutor(1) as runner:
         assert runner.submit(asyncio.run, flood_then_let_go()).result(timeout=120) == [True, True, True]
     assert users.most_at_once == 1
+
+
+class CheckOrder(UserDirectory):
+    """The real directory; records whose sign-in each check is, and holds the first until let go."""
+
+    def __init__(self, users: UserDirectory) -> None:
+        super().__init__(users.users)
+        self.order: list[str] = []
+        self.first_started = threading.Event()
+        self.go_on = threading.Event()
+
+    def check(self, username: str, password: str) -> bool:
+        self.order.append(username)
+        if len(self.order) == 1:
+            self.first_started.set()
+            if not self.go_on.wait(timeout=30):
+                return False
+        return super().check(username, password)
+
+
+def test_one_account_signing_in_over_and_over_delays_another_account_by_one_check_at_most():
+    users = CheckOrder(USERS)
+    guard = LoginGuard(users, checks_at_once=1)
+
+    async def alice_floods_then_bob_signs_in() -> list[bool]:
+        alice = [asyncio.create_task(guard.authenticate("alice", "alice-pass")) for _ in range(10)]
+        assert await asyncio.to_thread(users.first_started.wait, 30)
+        await anyio.wait_all_tasks_blocked()  # alice's other nine are waiting for their turn
+        bob = asyncio.create_task(guard.authenticate("bob", "bob-pass"))
+        await anyio.wait_all_tasks_blocked()
+        users.go_on.set()
+        return await asyncio.wait_for(asyncio.gather(*alice, bob), timeout=60)
+
+    with ThreadPoolExecutor(1) as runner:  # a loop of its own, as in the test above
+        assert runner.submit(asyncio.run, alice_floods_then_bob_signs_in()).result(timeout=120) == [True] * 11
+    assert users.order == ["alice", "bob"] + ["alice"] * 9  # bob waited for alice's one check, not her ten
