@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 DEV = REPO / "data" / "hotpotqa" / "dev.jsonl"
 TRAIN = REPO / "data" / "hotpotqa" / "train.jsonl"
-PROBE_OFFSET = 100  # probe questions come from dev after the evaluated ones and before the canary
+PROBE_OFFSET = 100  # probe questions come from dev after the evaluated ones
 
 
 class ActivityMonitor:
