@@ -102,6 +102,8 @@ def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
         f"{budget.max_pages:,} PDF pages, {budget.max_ocr_calls:,} images read by OCR and "
         f"{budget.max_passages:,} passages; a file that needs more is refused and says which limit.",
     ]
+    lines += [f"⚠️ The collection **{escape_markdown(c.label)}** is not searched: {escape_markdown(c.problem)}."
+              for c in collections if c.problem]
     if ctx.users is not None:
         lines.append("Your documents are yours alone: no other user's search, list or citations show them."
                      + (" As an admin you can also add shared collections." if _may_share(ctx, request) else ""))
@@ -111,8 +113,14 @@ def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
 
 
 def file_rows(collections: list[CollectionInfo]) -> list[list]:
-    return [[c.label, f.name, f.format, f.passages, f.pages or "", f.ocr_pages or "", _size(f.bytes), _when(f.added),
-             _notes(f)] for c in collections for f in c.files]
+    """One row a file; a collection whose list of files is damaged, one row saying so."""
+    rows = []
+    for c in collections:
+        if c.problem:
+            rows.append([c.label, "", "", 0, "", "", "", "", c.problem])
+        rows += [[c.label, f.name, f.format, f.passages, f.pages or "", f.ocr_pages or "", _size(f.bytes),
+                  _when(f.added), _notes(f)] for f in c.files]
+    return rows
 
 
 def collection_choices(collections: list[CollectionInfo], *, include_shared: bool) -> list[str]:
@@ -188,8 +196,8 @@ def remove_documents(ctx: AppContext, request: gr.Request | None, label: str | N
         removed = store.remove(ctx.namespace_of(request), name, one_file, shared=shared)
     except KNOWN_ERRORS as exc:
         return _problem(exc)
-    what = (f"the collection **{escape_markdown(label)}** ({removed} files)" if one_file is None
-            else f"**{escape_markdown(file)}** from **{escape_markdown(label)}**")
+    what = (f"the collection **{escape_markdown(label)}**" + (f" ({removed} files)" if removed else "")
+            if one_file is None else f"**{escape_markdown(file)}** from **{escape_markdown(label)}**")
     return f"Removed {what}; the search no longer reads it."
 
 

@@ -15,7 +15,9 @@ admin's caller may pass, the shared one); names from a form or a file are cleane
 backend.documents.naming. A file is parsed in a child process under the documents budget
 (backend.documents.parse_process). Writes hold a per-scope file lock (the app and `python -m app
 index` may write at once; the quota is checked under it); manifests are replaced atomically, so a
-reader never sees half of one, and a damaged manifest row is still listed and can be removed.
+reader never sees half of one. A damaged manifest row is still listed and can be removed; a manifest
+that cannot be read at all is listed as its collection with a note naming it, and the collection can
+be removed.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from itertools import groupby
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +96,7 @@ class CollectionInfo:
     name: str
     shared: bool
     files: list[FileInfo]
+    problem: str = ""  # its manifest cannot be read: what is wrong and what to do (then `files` is empty)
 
     @property
     def label(self) -> str:
@@ -202,17 +204,29 @@ class DocumentStore:
                 if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".")]
 
     def _read_manifest(self, path: Path) -> dict:
+        return self._load_manifest(path)[0]
+
+    def _load_manifest(self, path: Path) -> tuple[dict, str]:
+        """The manifest at `path` (no files when it is missing or damaged) and, when it is damaged, a
+        sentence naming it and what to do."""
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return {"files": {}}
-        except (OSError, ValueError) as exc:
-            log.warning("unreadable document manifest %s: %s", path, exc)
-            return {"files": {}}
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-            log.warning("document manifest %s holds no table of files", path)
-            return {"files": {}}
-        return manifest
+            return {"files": {}}, ""
+        except json.JSONDecodeError as exc:
+            why = f"it is not valid JSON at line {exc.lineno}, column {exc.colno}"
+        except UnicodeDecodeError:
+            why = "it is not UTF-8 text"
+        except OSError as exc:
+            why = f"it cannot be read ({exc.strerror or type(exc).__name__})"
+        else:
+            if isinstance(manifest, dict) and isinstance(manifest.get("files"), dict):
+                return manifest, ""
+            why = "it holds no table of files"
+        log.warning("document manifest %s is damaged: %s", path, why)
+        where = path.relative_to(self.root.parent) if path.is_relative_to(self.root.parent) else path
+        return {"files": {}}, (f"the list of its files ({where} in the data folder) is damaged: {why}; remove the "
+                               "collection and add its files again, or put back a good copy of that file")
 
     def _write_manifest(self, path: Path, manifest: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -237,10 +251,16 @@ class DocumentStore:
 
     # -- listing ---------------------------------------------------------------------------------
     def collections(self, namespace: str) -> list[CollectionInfo]:
-        """What `namespace` may see: its own collections, then the shared ones."""
-        return [CollectionInfo(name, shared, list(files)) for shared in (False, True)
-                for name, files in groupby(self._files(self._scope_dir(namespace, shared), shared),
-                                           key=lambda info: info.collection)]
+        """What `namespace` may see: its own collections, then the shared ones; a collection whose
+        manifest is damaged has no files and says so in `problem`."""
+        found = []
+        for shared in (False, True):
+            for name, path in self._manifests(self._scope_dir(namespace, shared)):
+                manifest, problem = self._load_manifest(path)
+                files = [_file_info(name, shared, file, row) for file, row in sorted(manifest["files"].items())]
+                if files or problem:
+                    found.append(CollectionInfo(name, shared, files, problem))
+        return found
 
     def has_documents(self, namespace: str) -> bool:
         """Whether `namespace` reads any document (a collection exists only while it has files)."""
@@ -398,7 +418,13 @@ class DocumentStore:
         scope = self._scope_dir(namespace, shared)
         folder = self._collection_dir(scope, collection)
         with self._writing(scope):
-            manifest = self._read_manifest(folder / "manifest.json")
+            manifest, problem = self._load_manifest(folder / "manifest.json")
+            if problem and file is None:  # its files are unknown: the whole of it goes
+                shutil.rmtree(folder)
+                self._collect_garbage(scope)
+                return 0
+            if problem:
+                raise DocumentError(f"The collection {collection!r} cannot be read file by file: {problem}.")
             if not manifest["files"]:
                 raise DocumentError(f"There is no collection {collection!r} here.")
             if file is None:
@@ -472,7 +498,11 @@ class DocumentStore:
         return report
 
     def _collect_garbage(self, scope: Path) -> None:
-        """Drop stored content no file of the scope refers to any more (under the scope's lock)."""
+        """Drop stored content no file of the scope refers to any more (under the scope's lock). While
+        a manifest of the scope is damaged, what it refers to is unknown: everything is kept, so that
+        a good copy of it put back finds its content."""
+        if any(self._load_manifest(path)[1] for _, path in self._manifests(scope)):
+            return
         referenced = {info.sha256 for info in self._files(scope, False)}
         blobs = scope / "blobs"
         if not blobs.is_dir():

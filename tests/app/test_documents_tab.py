@@ -1,7 +1,7 @@
 """The Documents view's functions (what its buttons call) on a real runtime and document store: add
 with progress (an unreadable file named, the rest in), list, remove, re-index, open a source, the OCR
-line, who may see and change what with logins, and a listing that a file kept under two names or a
-damaged manifest row does not break."""
+line, who may see and change what with logins, and a listing that a file kept under two names, a
+damaged manifest row or a manifest that is not JSON does not break."""
 
 from __future__ import annotations
 
@@ -175,3 +175,33 @@ def test_a_damaged_manifest_row_is_listed_with_a_note_and_can_be_removed(with_do
     for name in ("stray.txt", "handbook.txt"):
         assert f"Removed **{name}** from **papers**" in remove_documents(ctx, None, "papers", name)
     assert [row[1:4] + [row[8]] for row in view(ctx).rows] == [["reactors.md", "markdown", 1, ""]]
+
+
+def test_a_collection_whose_manifest_is_not_json_is_named_kept_and_can_be_removed(with_documents, files):
+    ctx = AppContext(with_documents)
+    add_documents(ctx, None, [str(files / "reactors.md")], "papers")
+    add_documents(ctx, None, [str(files / "handbook.txt")], "rules")
+    manifest_path = with_documents.documents.root / "ns-default" / "collections" / "papers" / "manifest.json"
+    good = manifest_path.read_text(encoding="utf-8")
+    manifest_path.write_text('{"files": {"reactors.md": ', encoding="utf-8")  # cut short
+
+    shown = view(ctx)
+    problem = ("the list of its files (documents/ns-default/collections/papers/manifest.json in the data folder) is "
+               "damaged: it is not valid JSON at line 1, column 27; remove the collection and add its files again, or "
+               "put back a good copy of that file")
+    assert shown.rows == [["papers", "", "", 0, "", "", "", "", problem]] + [row for row in shown.rows if row[0] == "rules"]
+    assert "⚠️ The collection **papers** is not searched: the list of its files" in shown.status
+    assert shown.choices == ["papers", "rules"] and file_choices(ctx, None, "papers") == [WHOLE_COLLECTION]
+    assert "cannot be read file by file" in remove_documents(ctx, None, "papers", "reactors.md")
+
+    # While it is damaged, removing another collection keeps its content: a good copy put back finds it.
+    assert "Removed the collection **rules** (1 files)" in remove_documents(ctx, None, "rules", WHOLE_COLLECTION)
+    manifest_path.write_text(good, encoding="utf-8")
+    assert [row[:4] + [row[8]] for row in view(ctx).rows] == [["papers", "reactors.md", "markdown", 1, ""]]
+    assert ctx.runtime.documents.search("default", ["Quillmoor reactor"], 3)[0][0][0].text.endswith(FACT)
+
+    manifest_path.write_text("[]", encoding="utf-8")
+    assert "it holds no table of files" in view(ctx).rows[0][8]
+    assert remove_documents(ctx, None, "papers", WHOLE_COLLECTION) == (
+        "Removed the collection **papers**; the search no longer reads it.")
+    assert view(ctx).rows == [] and not manifest_path.parent.exists()
