@@ -54,6 +54,7 @@ def memory_url(request, tmp_path):
     return request.getfixturevalue("postgres_url")
 
 
+@pytest.mark.timeout(600)  # a second app process, bounded at 300 s, starts after a question answered here
 def test_feedback_history_and_queue_work_across_app_processes(tmp_path, tiny_model_dir, shared_tools, embedder,
                                                               memory_url):
     path = worker_config_file(tmp_path, tiny_model_dir, REPO_ROOT / ".mia" / "test-cache" / "index")

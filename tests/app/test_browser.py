@@ -246,6 +246,7 @@ class HeldModel:
         return self._model.choose(*args, **kwargs)
 
 
+@pytest.mark.timeout(600)  # its own bounds: 120 s for the held run, 120 s for its summary
 def test_a_long_run_does_not_block_another_users_page(read_only_server, new_page):
     url, ctx = read_only_server
     models = ctx.runtime.agent.models
@@ -267,6 +268,7 @@ def test_a_long_run_does_not_block_another_users_page(read_only_server, new_page
     busy.locator("#trace").get_by_text("📊 Run summary").wait_for(timeout=120_000)
 
 
+@pytest.mark.timeout(600)  # starts an app that learns; its own bound is 240 s for a new version
 def test_feedback_teaches_the_planner_in_the_background(learning_server, new_page):
     """Learning on (one signal per update): thumbs down with the right answer -> a new Planner version."""
     import time

@@ -22,6 +22,7 @@ def ask(page, question: str) -> str:
     return page.locator("#answer-box").inner_text()
 
 
+@pytest.mark.timeout(600)  # starts an app, then four questions, each bounded at 90 s
 def test_a_typed_correction_answers_the_question_next_time_and_says_so(start_app, new_page):
     url, ctx = start_app(with_logins=True)
     page = new_page()

@@ -16,6 +16,7 @@ from backend.runtime import make_chat_model
 from memory_db import MemoryStore
 
 
+@pytest.mark.timeout(600)  # assembles the 1.5B model from 22 wheels, then runs the whole loop on 2 cores (~1-2 min)
 @pytest.mark.slow
 def test_qwen_on_llamacpp_answers_a_question_from_the_wiki(tmp_path, qwen_gguf, shared_tools, embedder):
     base = load_config(environ={})

@@ -8,6 +8,7 @@ from backend.agent import RunRequest
 from backend.events import AnswerReady, MemoryStored, PlanReady, RunFinished, ToolReturned, VerdictReady
 
 
+@pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels, then runs the whole loop
 @pytest.mark.slow
 def test_smollm2_researches_a_hotpotqa_question_end_to_end(tmp_path, smollm2_dir, build_agent):
     agent = build_agent(tmp_path, smollm2_dir, max_turns=3, reflections=1)

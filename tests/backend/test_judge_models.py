@@ -48,6 +48,7 @@ def test_question_type_is_one_of_the_fixed_list(tiny_chat_model):
     assert manager.classify("Where was the band's first show?") in QUESTION_TYPES
 
 
+@pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels
 @pytest.mark.slow
 def test_smollm2_grader_scores_both_labels(smollm2_chat_model):
     judge = Judge(smollm2_chat_model)

@@ -30,6 +30,7 @@ def pair(random_adapter, _smollm2_prepared, tmp_path_factory):  # noqa: F811
     return trained, LlamaCppPolicy(base.with_adapter(adapter_file, name="llamacpp:SmolLM2+v0001"), temperature=1.0)
 
 
+@pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels and its adapter
 @pytest.mark.slow
 def test_a_sampled_turn_is_the_trained_copys_tokens_with_its_log_probabilities(pair):
     trained, sampler = pair
@@ -51,6 +52,7 @@ def test_a_sampled_turn_is_the_trained_copys_tokens_with_its_log_probabilities(p
     assert difference.mean() < 0.2  # measured 0.10 over 51 tokens
 
 
+@pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels and its adapter
 @pytest.mark.slow
 def test_a_sampled_choice_is_recorded_as_the_option_tokens(pair):
     trained, sampler = pair
@@ -64,6 +66,7 @@ def test_a_sampled_choice_is_recorded_as_the_option_tokens(pair):
     assert sampler.generate(PLAN, max_new_tokens=4).text == sampler.model.generate(PLAN, max_new_tokens=4).text
 
 
+@pytest.mark.timeout(600)  # rollouts, an update and the canary on the real model
 @pytest.mark.slow
 def test_the_learner_samples_on_llamacpp_trains_the_copy_and_samples_the_new_version_next(
         _smollm2_prepared, wiki_tools, tmp_path, embedder):

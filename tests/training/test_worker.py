@@ -53,6 +53,7 @@ def _signals_used(root: Path) -> int:
     return used + (len([x for x in batch.read_text().splitlines() if x]) if batch.exists() else 0)
 
 
+@pytest.mark.timeout(900)  # its own bounds add up to 630 s: 240 s for a signal, 90 s for the kill, 300 s for the restarted worker
 @pytest.mark.slow
 def test_a_killed_worker_restarts_without_losing_or_repeating_a_signal(tmp_path, tiny_model_dir, index_dir, wiki_tools):
     config = worker_config_file(tmp_path, tiny_model_dir, index_dir)

@@ -53,6 +53,7 @@ def random_adapter(tmp_path_factory, _smollm2_prepared):
     return folder, base, adapted
 
 
+@pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels
 @pytest.mark.slow
 def test_the_gguf_adapter_moves_llamacpp_logits_as_peft_moves_transformers(random_adapter, tmp_path):
     folder, hf_base, hf_adapted = random_adapter
@@ -72,6 +73,7 @@ def test_the_gguf_adapter_moves_llamacpp_logits_as_peft_moves_transformers(rando
     assert planner.name.endswith("+v0001") and planner.adapter_path == adapter_file
 
 
+@pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels
 @pytest.mark.slow
 def test_a_released_sibling_frees_its_contexts_and_adapter_and_refuses_calls(random_adapter, tmp_path):
     folder = random_adapter[0]
@@ -105,6 +107,7 @@ def test_a_released_sibling_frees_its_contexts_and_adapter_and_refuses_calls(ran
     assert np.abs(next_token_logits(base, prompt) - base_logits).mean() < 0.1 * delta
 
 
+@pytest.mark.timeout(600)  # assembles the 1.5B model from its 22 wheels the first time
 @pytest.mark.slow
 def test_an_adapter_for_another_shape_is_refused_by_name(random_adapter, tmp_path, qwen_gguf):
     folder, _, _ = random_adapter

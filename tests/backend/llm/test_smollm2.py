@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels
 @pytest.mark.slow
 def test_real_smollm2_answers_a_chat_and_knows_the_capital_of_france(smollm2_chat_model):
     model = smollm2_chat_model
