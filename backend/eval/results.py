@@ -1,7 +1,9 @@
 """One JSONL row per evaluated question, appended as soon as the question is done.
 
 The file is the source of truth: summaries and comparisons are computed from it alone. Reopening
-it after an interruption keeps every complete row and drops a half-written last line.
+it after an interruption keeps every complete row and drops a half-written last line; any other
+line that is not a whole row of known kinds, or a second row for a question, is refused with the
+file and the line, so that no summary counts a question twice or a damaged row at all.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -59,8 +61,43 @@ class EvalRow:
 
     @classmethod
     def from_dict(cls, data: dict) -> EvalRow:
-        known = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
+        """The row `data` holds; a ValueError saying what is missing or of the wrong kind. Keys of no
+        field (from other versions) are ignored."""
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        missing = [f.name for f in fields(cls) if f.name not in data
+                   and f.default is MISSING and f.default_factory is MISSING]
+        if missing:
+            raise ValueError(f"it lacks {', '.join(missing)}")
+        for name, (fits, kind) in _FIELD_KINDS.items():
+            if name in data and not fits(data[name]):
+                raise ValueError(f"{name} must be {kind}, not {json.dumps(data[name])[:40]}")
+        if data["index"] < 0:
+            raise ValueError(f"index must be 0 or more, not {data['index']}")
+        return cls(**{key: value for key, value in data.items() if key in _FIELD_KINDS})
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_KINDS = {  # a field's annotation -> (does a JSON value fit it, what it must be)
+    "int": (_whole, "a whole number"),
+    "float": (_number, "a number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "str": (lambda v: isinstance(v, str), "a text"),
+    "str | None": (lambda v: v is None or isinstance(v, str), "a text or null"),
+    "float | None": (lambda v: v is None or _number(v), "a number or null"),
+    "list[str]": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of texts"),
+    "dict[str, int]": (lambda v: isinstance(v, dict) and all(_whole(x) for x in v.values()),
+                       "an object of whole numbers"),
+}
+# A field of a new annotation fails here, at import, until _KINDS says how to check it.
+_FIELD_KINDS = {f.name: _KINDS[f.type] for f in fields(EvalRow)}
 
 
 class ResultsFile:
@@ -75,12 +112,14 @@ class ResultsFile:
         lines = raw.split(b"\n")
         last_text_line = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
         rows: list[EvalRow] = []
+        lines_of_ids: dict[str, int] = {}
+        lines_of_indexes: dict[int, int] = {}
         offset = 0
         for i, line in enumerate(lines):
             if line.strip():
                 try:
-                    rows.append(EvalRow.from_dict(json.loads(line)))
-                except (ValueError, TypeError, AttributeError) as exc:
+                    data = json.loads(line)
+                except ValueError as exc:
                     if i != last_text_line:
                         raise ResultsError(
                             f"{self.path}, line {i + 1}: not a result row ({exc}); remove that line to resume."
@@ -89,6 +128,22 @@ class ResultsFile:
                     log.warning("%s: dropping a half-written last line (%d bytes)", self.path, len(line))
                     self._truncate(offset)
                     return rows
+                try:
+                    row = EvalRow.from_dict(data)
+                except ValueError as exc:
+                    raise ResultsError(
+                        f"{self.path}, line {i + 1}: not a complete result row ({exc}); remove that line and run "
+                        "the evaluation again, which asks its question again."
+                    ) from None
+                for seen, key, what in ((lines_of_ids, row.id, f"question {row.id!r}"),
+                                        (lines_of_indexes, row.index, f"position {row.index}")):
+                    if key in seen:
+                        raise ResultsError(
+                            f"{self.path}, line {i + 1}: {what} already has a row on line {seen[key]}; "
+                            "keep one of the two lines and remove the other."
+                        )
+                    seen[key] = i + 1
+                rows.append(row)
             offset += len(line) + 1
         if raw and not raw.endswith(b"\n"):
             with self.path.open("ab") as fp:  # the last row lacks only its newline
