@@ -23,7 +23,7 @@ from app.memory_tab import build_memory_tab, linked_memory
 from app.research_tab import build_research_tab
 from app.session import AppContext
 from app.settings_tab import build_settings_tab
-from app.upload_cache import UploadCache, use_upload_cache
+from app.upload_cache import BoundedUploads, UploadCache, use_upload_cache
 from app.user_files import OwnFilesOnly
 from backend.config import Config, ConfigError
 from backend.runtime import Runtime, build_runtime
@@ -143,8 +143,8 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
     """Start serving; runs queue separately so one user's long run does not block another's page.
     Each user's files are served to that user alone; with logins, sign-in is throttled (the counts
     shared through the memory store's database) and password checks run off the event loop. A
-    cache in the data folder is swept. A port already taken raises PortInUseError (a sentence
-    naming the port and --port)."""
+    cache in the data folder is swept, and lets an upload in only when it has room for it. A port
+    already taken raises PortInUseError (a sentence naming the port and --port)."""
     busy = port_in_use(host, port)
     if busy is not None:
         raise busy
@@ -152,11 +152,13 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
     auth = None
     local_user = ctx.user_of(None) if ctx.users is None else None  # without logins: the one user, every visitor
     middleware = [Middleware(OwnFilesOnly, files=ctx.files, local_user=local_user)]
+    sweep = upload_cache_sweep(ctx)
+    if sweep is not None:  # outside OwnFilesOnly: an upload refused for room is no one's
+        middleware.insert(0, Middleware(BoundedUploads, cache=sweep))
     if ctx.users is not None:
         auth = LoginGuard(ctx.users, counts=ctx.runtime.store.login_failures()).authenticate
         middleware.insert(0, Middleware(ClientAddress))
     app_kwargs = {"middleware": middleware}
-    sweep = upload_cache_sweep(ctx)
     if sweep is not None:
         app_kwargs["lifespan"] = sweep.lifespan()
     demo.queue(default_concurrency_limit=8)
