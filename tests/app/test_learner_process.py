@@ -32,6 +32,7 @@ from training.ttrl.versions import PROMOTED, Version, VersionStore
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
 
 
+@pytest.mark.timeout(720)  # its own bounds add up to 510 s: a worker process starting, taking the feedback and learning from it
 @pytest.mark.slow
 def test_the_app_starts_a_worker_that_learns_from_its_feedback(tmp_path, tiny_model_dir, shared_tools, embedder):
     from tests.conftest import REPO_ROOT

@@ -365,6 +365,7 @@ def test_pending_signals_and_the_batch_survive_a_restart(make_learner):
     assert len(again.batch[0].episodes()) == 2
 
 
+@pytest.mark.timeout(600)  # its own bounds: 240 s for the updates, then 120 s for the learner to stop
 def test_an_update_runs_while_questions_are_answered(tmp_path, tiny_model_dir, wiki_tools, embedder):
     """The live app: feedback -> background learner -> promoted version swapped in; answering never waits.
     Plans of steps: the random model's decompositions are never readable, so under sub-questions its
@@ -548,6 +549,7 @@ def test_a_failing_update_pauses_learning_with_the_reason(make_learner, tmp_path
 
 # -- llama.cpp Planner: the LoRA is trained on a transformers copy and applied as a GGUF adapter ------
 
+@pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels
 @pytest.mark.slow
 def test_a_llamacpp_planner_answers_with_its_promoted_adapter(tmp_path, _smollm2_prepared, wiki_tools, embedder):
     from peft import LoraConfig, get_peft_model
