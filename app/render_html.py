@@ -18,7 +18,7 @@ from app.transcript import STOPPED_BY_USER, RunLimits, RunTranscript, StepView
 from app.wording import STRATEGY_SHOWN, hop_outcome, one_line, stored_label, summary_origin, uses_phrase, verdict_provenance
 from backend.events import AnswerReady, Event, HopAnswered
 from backend.prompts.manager import memory_shown
-from backend.taught import answer_note, recall_note
+from backend.taught import answer_note, near_note, recall_note
 
 TOOL_ICONS = {"search": "🔍", "web_search": "🌐", "visit": "📄", "image_search": "🖼️"}
 STATE_LABELS = {"idle": "", "working": "working…", "final": "final", "stopped": "stopped", "failed": "failed",
@@ -209,6 +209,8 @@ class TranscriptPage(RunTranscript):
                                  f"{x['score']:.2f}), {shown}</li>")
             body = f"<ul>{''.join(lines)}</ul>" if lines else "<p>No memories yet for this kind of question.</p>"
             taught = f" · 🎓 {escape_html(recall_note(item.taught))}" if item.taught else ""
+            if item.near_taught:
+                body = f'<p class="near-taught">{escape_html(near_note(item.near_taught))}</p>' + body
             return self._details("memories", self._key("memories"),
                                  f"🧠 Memories: {len(item.successful)} successful, {len(item.failed)} failed{taught}", body)
         if kind == "plan":

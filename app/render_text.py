@@ -12,7 +12,7 @@ from backend.events import (
     AnswerReady, Event, ExecutorThought, HopAnswered, MemoriesRetrieved, MemoryStored, PlanReady,
     ReflectionDecided, Recovery, RunFailed, RunFinished, RunStarted, ToolCalled, ToolReturned, VerdictReady,
 )
-from backend.taught import answer_note, recall_note
+from backend.taught import answer_note, near_note, recall_note
 
 # Control characters but tab and newline: in a question, an answer or a page they could move the
 # cursor, recolour or retitle the terminal; printed as visible escapes instead.
@@ -42,6 +42,8 @@ def _event_lines(event: Event) -> str:
         lines = [f"Memories: {len(event.successful)} successful, {len(event.failed)} failed"]
         if event.taught:
             lines.append(f"  {recall_note(event.taught)}")
+        if event.near_taught:
+            lines.append(f"  {near_note(event.near_taught)}")
         for label, items in (("+", event.successful), ("-", event.failed)):
             for m in items:
                 lines.append(f"  {label} [{m['id'][:8]}] {uses_phrase(m)}, score {m['score']:.2f}: {m['question']}")

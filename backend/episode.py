@@ -47,7 +47,6 @@ from backend.reader import chosen_run, first_of_each_answer
 from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
-from backend.answer_match import answer_contains
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
 from backend.hops import (Hop, answering_hop, fill, hops_from, reading_example, subjects_of, weakest,
                           worked_examples_shown, yes_no_answer)
@@ -320,16 +319,17 @@ class EpisodeLoop:
         failed: list[dict] = []
         taught = None
         if method.uses_memory and manager is not None and episode.memory_text is None:
-            taught = recall(self.store, question, episode.namespace, min_similarity=s.taught_min_similarity,
-                            caption=caption)
+            recalled = recall(self.store, question, episode.namespace, min_similarity=s.taught_min_similarity,
+                              caption=caption)
+            taught = recalled.taught
             successful, failed = self._retrieve(episode, manager, caption)
             yield MemoriesRetrieved(run_id, successful=successful, failed=failed,
-                                    taught=taught.to_dict() if taught else None)
+                                    taught=taught.to_dict() if taught else None, near_taught=recalled.near_dict())
 
         run_tools = offered_tools(self.tools, has_image=bool(episode.image), namespace=episode.namespace)
         outcome = self.outcome = EpisodeOutcome(taught=taught)
         if taught is not None:
-            yield from self._from_taught(episode, taught, caption, run_tools, deadline)
+            yield from self._from_taught(episode, taught, caption, run_tools)
         elif s.answer_candidates > 1 and method.plans and episode.plan_steps is None:
             yield from self._research_candidates(episode, planner, successful, failed, caption, run_tools, deadline)
             outcome = self.outcome
@@ -600,13 +600,13 @@ class EpisodeLoop:
             session.image_heading = image_heading(self._image_text)
         return session
 
-    def _from_taught(self, episode: EpisodeInput, taught: TaughtAnswer, caption: str | None, run_tools: dict,
-                     deadline: float) -> Iterator[Event]:
-        """Start from a person's answer: search for it beside the question's names; where a source
-        states it, answer with it and cite the source. Otherwise research the question without it (an
-        independent check) and answer with the person's answer, saying whether the research found
-        another one stated in a source."""
-        s, question, outcome = self.settings, episode.question, self.outcome
+    def _from_taught(self, episode: EpisodeInput, taught: TaughtAnswer, caption: str | None,
+                     run_tools: dict) -> Iterator[Event]:
+        """Answer with a person's answer at once: search for it beside the question's names and cite
+        the source where a retrieved sentence states it; where none does, it is given as the person's
+        word (AnswerReady.taught["confirmed"] False). No model is called either way: researching the
+        question again took a minute and set answers about other things beside the person's."""
+        question, outcome = episode.question, self.outcome
         session = outcome.session = self._session(episode, run_tools)
         session.start(question, [], self._executor_caption(caption))
         search = session.search_tool()
@@ -616,16 +616,7 @@ class EpisodeLoop:
             found = stating_sentence(taught.answer, question, session.passages)
             if found:
                 break
-        note = {**taught.to_dict(), "confirmed": bool(found), "sources_say": None, "sources_sentence": None}
-        if not found and not closed_options(question):
-            yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
-            outcome.first_answer = session.answer
-            support = session.answer_support(question)
-            if session.answer and answer_contains(session.answer, taught.answer):
-                note["confirmed"] = bool(support)
-            elif support:
-                note.update(sources_say=session.answer, sources_sentence=support)
-        yield session.answer_with(taught.answer, taught=note)
+        yield session.answer_with(taught.answer, taught={**taught.to_dict(), "confirmed": bool(found)})
         yield from session.report_steps()
         outcome.answer = taught.answer
 

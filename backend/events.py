@@ -46,9 +46,13 @@ class MemoriesRetrieved(Event):
     (id, question, summary, correct, win_rate, similarity, score)."""
 
     kind: ClassVar[str] = "memories"
+    later_fields: ClassVar[tuple[str, ...]] = ("near_taught",)
     successful: list[dict] = field(default_factory=list)
     failed: list[dict] = field(default_factory=list)
     taught: dict | None = None  # a person's answer to this question or a rewording (backend.taught.TaughtAnswer)
+    # Without `taught`: the most similar question a person taught that is not this one (its TaughtAnswer
+    # fields and "why": the names that tell them apart), researched, not answered from (backend.taught.near_note)
+    near_taught: dict | None = None
 
 
 @dataclass
@@ -122,7 +126,8 @@ class AnswerReady(Event):
     sources: list[dict] = field(default_factory=list)  # citations: n, title, url, source, sentence (backend.evidence.citations)
     read_from: list[str] = field(default_factory=list)  # titles of the passages in front of the model as it answered
     # The person's answer this one is (backend.taught.TaughtAnswer's fields), with "confirmed" (a retrieved
-    # sentence states it), "sources_say" and "sources_sentence" (another answer a retrieved sentence states)
+    # sentence states it; otherwise it is the person's word); runs logged before 2026-12-07 may also hold
+    # "sources_say" and "sources_sentence" (another answer their research found stated)
     taught: dict | None = None
 
 

@@ -1,23 +1,25 @@
 """What a person taught: a right answer typed as feedback, or a thumbs up on an answer, kept with the
 run's memory (its provenance) and recalled when the same or a reworded question comes again.
 
-A correction is knowledge, so a later run starts from it: the episode searches for the taught answer
-beside the question's names, cites where a source states it, and says it was told. It is also a
-lesson in how: when the correction arrives, `find_evidence` looks for where the corpus states the
-answer, and the memory keeps that search, so a similar question's Planner sees what would have
-found it.
+A correction is knowledge, so a later run answers with it at once, without a model call: the episode
+searches for the taught answer beside the question's names, cites where a source states it, and
+otherwise says it is the person's word, with no source yet. It is also a lesson in how: when the
+correction arrives, `find_evidence` looks for where the corpus states the answer, and the memory keeps
+that search, so a similar question's Planner sees what would have found it.
 
 Recall is strict on purpose: a taught answer is given for a question only when the question is as
-similar as a rewording (MiniLM cosine, `[agent] taught_min_similarity`), names only things the taught
-one mentions, and shares most of its words (`is_rewording`). "The capital of the country where the
-Colosseum stands" names another monument, and "In which country is the Eiffel Tower?" asks something
-else about the same one: neither gets the capital question's answer. Both thresholds were chosen on
-`train` rewordings and near-misses (benchmarks/rewording_recall.py).
+similar as a rewording (MiniLM cosine, `[agent] taught_min_similarity`), names the same things, word
+for word (memory_db.named_things: "Super Bowl XLIX" is not "Super Bowl XLVIII", however similar), and
+shares most of its words (`is_rewording`). "The capital of the country where the Colosseum stands"
+names another monument, and "In which country is the Eiffel Tower?" asks something else about the
+same one: neither gets the capital question's answer; each is researched, and the trace names the
+similar taught question (`near_note`). Both thresholds were chosen on `train` rewordings and
+near-misses (benchmarks/rewording_recall.py); benchmarks/taught_recall_bench.py measures recall
+among many corrections.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
@@ -26,6 +28,7 @@ from backend.evidence import closed_options, stating_sentence
 from backend.evidence import named_phrases
 from backend.tools.base import Tool
 from backend.tools.text_ranking import tokenize
+from memory_db.named_things import name_the_same_things, names_missing, numbers
 
 TYPED, THUMBS_UP = "typed", "thumbs up"
 MAX_CANDIDATES = 5  # the most similar memories checked for a taught answer
@@ -86,49 +89,69 @@ def taught_of(provenance: dict) -> dict | None:
     }
 
 
-_NUMBER = re.compile(r"\b\d[\d,.]*\b")
-# Words a reworded question may open with, capitalised only because they open it.
-_OPENING_WORDS = ("name tell give identify find list state according among between both considering during after "
-                  "before from by as with to this that these those it its there out regarding")
 MIN_WORD_COVERAGE = 0.6  # share of each question's words the other holds (chosen on train rewordings and near-misses)
 
 
 def _words(text: str) -> set[str]:
     """Stemmed content words and numbers."""
-    return set(tokenize([text])[0]) | {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
-
-
-def question_names(question: str) -> set[str]:
-    """The words of the things a question names (quoted titles, capitalised names, numbers), stemmed."""
-    return _words(" ".join(named_phrases(question))) - _words(_OPENING_WORDS) | {
-        n.replace(",", "").rstrip(".") for n in _NUMBER.findall(question)}
+    return set(tokenize([text])[0]) | numbers(text)
 
 
 def is_rewording(a: str, b: str) -> bool:
-    """Whether two questions could be one question worded twice: each names only things the other
-    mentions, and each holds most of the other's words ("In which country is the Eiffel Tower?" is
-    not the capital question reworded: it lacks "capital" and "city")."""
-    words_a, words_b = _words(a), _words(b)
-    if not question_names(a) <= words_b or not question_names(b) <= words_a:
+    """Whether two questions could be one question worded twice: they name the same things (names and
+    numbers, word for word: memory_db.named_things), and each holds most of the other's words ("In
+    which country is the Eiffel Tower?" is not the capital question reworded: it lacks "capital" and
+    "city")."""
+    if not name_the_same_things(a, b):
         return False
+    words_a, words_b = _words(a), _words(b)
     shared = len(words_a & words_b)
     return min(shared / max(1, len(words_a)), shared / max(1, len(words_b))) >= MIN_WORD_COVERAGE
 
 
-def recall(store, question: str, namespace: str, *, min_similarity: float, caption: str | None = None) -> TaughtAnswer | None:
+def why_not_a_rewording(question: str, taught: str) -> str:
+    """What keeps `taught` from being `question` reworded, as a clause: the names each holds that
+    the other lacks, or the words it lacks."""
+    here, there = names_missing(question, taught), names_missing(taught, question)
+    if here or there:
+        parts = [f"this question names {', '.join(here)}" if here else "",
+                 f"the taught one names {', '.join(there)}" if there else ""]
+        return "; ".join(p for p in parts if p)
+    return "it asks something else about the same things"
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """What memory holds for a question: the taught answer it is given (`taught`), or else the most
+    similar question a person taught that is not this one (`near`, with `near_why`)."""
+
+    taught: TaughtAnswer | None = None
+    near: TaughtAnswer | None = None
+    near_why: str = ""
+
+    def near_dict(self) -> dict | None:
+        return {**self.near.to_dict(), "why": self.near_why} if self.near else None
+
+
+def recall(store, question: str, namespace: str, *, min_similarity: float, caption: str | None = None) -> Recalled:
     """The taught answer of the most similar memory whose question is a rewording of `question`
-    (similar enough, naming the same things), or None."""
+    (similar enough, naming the same things); without one, the most similar taught question that is
+    not a rewording, named as a near miss. No model is called but the embedder."""
     found = store.search_contrastive(question, namespace=namespace, caption=caption, k=MAX_CANDIDATES,
                                      min_similarity=min_similarity, win_rate_weight=0.0, similarity_weight=1.0)
+    near = None
     for scored in sorted(found.successful + found.failed, key=lambda s: -s.similarity):
         memory = scored.memory
         taught = taught_of(memory.provenance or {})
-        if taught is None or not is_rewording(question, memory.question):
+        if taught is None:
             continue
-        return TaughtAnswer(answer=taught["answer"], question=memory.question, memory_id=memory.id, by=taught["by"],
-                            at=float(taught["at"] or memory.updated_at.timestamp()), how=taught["how"],
-                            similarity=round(float(scored.similarity), 4), evidence=taught["evidence"])
-    return None
+        answer = TaughtAnswer(answer=taught["answer"], question=memory.question, memory_id=memory.id, by=taught["by"],
+                              at=float(taught["at"] or memory.updated_at.timestamp()), how=taught["how"],
+                              similarity=round(float(scored.similarity), 4), evidence=taught["evidence"])
+        if is_rewording(question, memory.question):
+            return Recalled(taught=answer)
+        near = near or answer
+    return Recalled(near=near, near_why=why_not_a_rewording(question, near.question) if near else "")
 
 
 def evidence_queries(question: str, answer: str, evidence: dict | None = None) -> list[str]:
@@ -179,16 +202,24 @@ def answer_note(taught: dict) -> str:
     """What an answer given from a person's answer says about it (AnswerReady.taught)."""
     answer = TaughtAnswer(**{k: taught[k] for k in TaughtAnswer.__dataclass_fields__})
     note = f"You {answer.told}."
-    if taught.get("sources_say"):
+    if taught.get("sources_say"):  # a run logged while an unconfirmed answer was researched again
         return (f"{note} The research found another answer, '{taught['sources_say']}', stated in "
                 f"{taught.get('sources_sentence') or 'a retrieved passage'}: check which is right.")
     if taught.get("confirmed"):
         return f"{note} A retrieved source states it (cited below)."
-    return f"{note} No source searched states it."
+    return f"{note} This is your word: no retrieved source states it yet."
 
 
 def recall_note(taught: dict) -> str:
     """The trace's line for a recalled answer (MemoriesRetrieved.taught)."""
     answer = TaughtAnswer(**{k: taught[k] for k in TaughtAnswer.__dataclass_fields__})
     asked = "this question" if answer.similarity >= 0.999 else f"“{answer.question}” (similarity {answer.similarity:.2f})"
-    return f"You {answer.told} (for {asked}); the research starts from it."
+    return f"You {answer.told} (for {asked}); the answer is given from it."
+
+
+def near_note(near: dict) -> str:
+    """The trace's line for a similar taught question that is not this one (MemoriesRetrieved.near_taught)."""
+    answer = TaughtAnswer(**{k: near[k] for k in TaughtAnswer.__dataclass_fields__})
+    return (f"A similar question, “{answer.question}” (similarity {answer.similarity:.2f}), was taught the answer "
+            f"'{answer.answer}'; it is not this question ({near.get('why') or 'it names other things'}), so this "
+            "one is researched.")

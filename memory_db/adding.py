@@ -1,5 +1,5 @@
-"""Adding memories: a repeat of a stored question replaces it or is dropped, a near-duplicate is
-merged into it, and the namespace is trimmed to capacity."""
+"""Adding memories: a repeat of a stored question replaces it or is dropped, a near-duplicate naming
+the same things is merged into it, and the namespace is trimmed to capacity."""
 from __future__ import annotations
 
 import uuid
@@ -11,6 +11,7 @@ from sqlalchemy import Connection, select
 from .lifecycle import (EXACT_DUPLICATE_SIMILARITY, NEW_MEMORY_COUNTS, is_verified, new_is_better,
                         replaces_exact_duplicate, with_outcome)
 from .memory_writes import MemoryWrites
+from .named_things import name_the_same_things
 from .records import Memory, NewMemory, modality_for
 from .rows import MEMORY_COLUMNS, memory_from_row, row_problem, row_values, to_db_time, utc_now
 from .schema import memories, memory_history
@@ -127,7 +128,10 @@ class Adding(MemoryWrites):
             existing_row = conn.execute(
                 select(*MEMORY_COLUMNS).where(memories.c.row_id == nearest[0])
             ).one()
-        if existing_row is not None and row_problem(existing_row) is None:  # an unreadable row is no duplicate
+        # An unreadable row is no duplicate, nor is a question about other things, however similar
+        # ("Super Bowl XLIX" beside "Super Bowl XLVIII"): a person's answer to one must not land on the other.
+        if (existing_row is not None and row_problem(existing_row) is None
+                and name_the_same_things(existing_row.question, new.question)):
             existing = memory_from_row(existing_row)
             similarity = nearest[1]
             if similarity >= EXACT_DUPLICATE_SIMILARITY:
