@@ -174,7 +174,7 @@ def _reader_data(args: argparse.Namespace) -> None:
 
     from training.reader_data import CANARY_ROWS, reader_traits, read_records, reading_examples, write_rows
 
-    records = read_records(args.hotpotqa, skip_last={"train-extra.jsonl": CANARY_ROWS})[: args.limit]
+    records = read_records(args.hotpotqa, skip_last={"train.jsonl": CANARY_ROWS})[: args.limit]
     traits = reader_traits(args.model)
     rows, kept = [], 0
     for record in tqdm(records, desc="Reading examples", unit="question"):

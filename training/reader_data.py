@@ -47,7 +47,7 @@ SOURCES = ("supporting-facts", "trajectories", "verified-runs")
 QUOTE_WORDS = 30  # a quote longer than this is cut to the words around the answer (the app lets it 48 tokens)
 FACT_WORDS = 16  # an option's fact (the app lets it 28 tokens)
 VALIDATION_SHARE = 0.1
-CANARY_ROWS = 10  # train-extra's last rows: the test-time learning canary (data/ttrl/canary.jsonl), never trained on
+CANARY_ROWS = 10  # train's last rows: the test-time learning canary (data/ttrl/canary.jsonl), never trained on
 
 
 class ReaderDataError(ValueError):
@@ -280,7 +280,7 @@ def reading_examples(record: dict, traits: ModelTraits, agent: AgentConfig = Age
 
 def read_records(paths: Iterable[Path], *, skip_last: dict[str, int] | None = None) -> list[dict]:
     """HotpotQA records of `paths`; `skip_last` leaves out the last N rows of a file named so (the
-    test-time learning canary's rows of train-extra)."""
+    test-time learning canary's rows of train)."""
     records = []
     for path in paths:
         path = Path(path)
