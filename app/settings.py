@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,8 @@ def role_rows(config: Config) -> list[list]:
     rows = []
     for name, role in config.roles.items():
         model = backend_spec(role.backend).model_label(role)
+        if role.adapter:
+            model += f" + trained reader {Path(role.adapter).name}"
         rows.append([name, role.backend, role.base_url or "-", model, role.max_new_tokens])
     return rows
 

@@ -133,24 +133,22 @@ def append_log(output: Path, line: dict) -> None:
 @torch.no_grad()
 def validation_scores(model, examples: list[TokenizedExample]) -> dict:
     """Teacher-forced: the mean loss on the trained tokens, the share of trained tokens the model
-    predicts first, and the share of examples whose answer (the last trained segment's tokens) it
+    predicts first, and the share of examples whose answer (the last run of trained tokens) it
     predicts whole."""
     was_training = model.training
     model.eval()
     losses, right, total, whole = [], 0, 0, 0
     for example in examples:
-        ids = torch.tensor([example.input_ids])
-        labels = torch.tensor([example.labels])
-        logits = model(input_ids=ids).logits[0, :-1].float()
-        targets = labels[0, 1:]
-        trained = targets != IGNORE
-        losses.append(torch.nn.functional.cross_entropy(logits[trained], targets[trained]).item())
-        hits = logits.argmax(-1)[trained] == targets[trained]
-        right += int(hits.sum())
-        total += int(trained.sum())
-        positions = trained.nonzero().flatten().tolist()
-        last_run = [p for p in positions if p > _last_gap(positions)]
-        whole += int(all(bool(logits[p].argmax() == targets[p]) for p in last_run))
+        targets = torch.tensor(example.labels[1:])
+        positions = (targets != IGNORE).nonzero().flatten()
+        logits = model(input_ids=torch.tensor([example.input_ids]), logits_to_keep=positions).logits[0].float()
+        wanted = targets[positions]
+        losses.append(torch.nn.functional.cross_entropy(logits, wanted).item())
+        hits = (logits.argmax(-1) == wanted).tolist()
+        right += sum(hits)
+        total += len(hits)
+        answer_start = _last_gap(positions.tolist())
+        whole += int(all(hit for hit, p in zip(hits, positions.tolist()) if p > answer_start))
     if was_training:
         model.train()
     n = max(1, len(examples))
@@ -188,6 +186,35 @@ def prepared_examples(settings: SFTSettings, tokenizer) -> tuple[list[TokenizedE
     return kept, validation, stats
 
 
+def trained_token_loss(model, inputs: dict, num_items: int | None = None) -> torch.Tensor:
+    """Cross-entropy on the trained tokens, the vocabulary's logits computed at those positions only
+    (over a 151,936-word vocabulary they would otherwise cost a tenth of the step), summed and divided
+    by the trained tokens of the whole optimiser step (`num_items`), so each token counts alike."""
+    targets = inputs["labels"][:, 1:]
+    rows, positions = (targets != IGNORE).nonzero(as_tuple=True)
+    if len(inputs["input_ids"]) != 1:
+        raise ValueError("the reader's trainer takes one example at a time (per_device_train_batch_size = 1)")
+    logits = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                   logits_to_keep=positions).logits[0]
+    loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows, positions], reduction="sum")
+    return loss / (int(num_items) if num_items else len(positions))
+
+
+def _reader_trainer_class():
+    from transformers import Trainer
+
+    class ReaderTrainer(Trainer):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.model_accepts_loss_kwargs = True  # the loss below is already divided over the step's tokens
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            loss = trained_token_loss(model, inputs, num_items_in_batch)
+            return (loss, None) if return_outputs else loss
+
+    return ReaderTrainer
+
+
 def write_adapter(output: Path, *, base_gguf: Path | None, data_sha256: str, command: str, steps: int,
                   stats: dict, validation: dict, settings: SFTSettings) -> None:
     """The adapter's llama.cpp conversion (where the base is a GGUF) and its manifest."""
@@ -203,14 +230,15 @@ def write_adapter(output: Path, *, base_gguf: Path | None, data_sha256: str, com
                    prompt_tokens=stats["prompt_tokens"], validation=validation,
                    settings={"epochs": settings.epochs, "learning_rate": settings.learning_rate,
                              "gradient_accumulation": settings.gradient_accumulation, "lora_r": settings.lora.r,
-                             "lora_alpha": settings.lora.alpha, "weights_dtype": settings.weights_dtype})
+                             "lora_alpha": settings.lora.alpha, "lora_layers": settings.lora_layers,
+                             "weights_dtype": settings.weights_dtype})
 
 
 def train_reader(settings: SFTSettings, *, command: str = "", progress: bool = True) -> Path:
     """Trains (or resumes) the reader's LoRA; returns the output folder, which then holds adapter/,
     adapter.gguf (where the base came from a GGUF) and manifest.json."""
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback, TrainingArguments
     from transformers.trainer_utils import get_last_checkpoint
 
     from training.policy import LORA_TARGETS
@@ -226,10 +254,15 @@ def train_reader(settings: SFTSettings, *, command: str = "", progress: bool = T
     dtype = torch.bfloat16 if settings.weights_dtype == "bfloat16" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
     model.config.use_cache = False
+    layers = model.config.num_hidden_layers
+    trained_layers = list(range(max(0, layers - settings.lora_layers), layers)) if settings.lora_layers else None
     lora = settings.lora
+    # No gradient reaches the layers below the LoRA ones (the input embeddings do not require it), so
+    # they run forward only; no gradient checkpointing, which would make the inputs require it.
     model = get_peft_model(model, LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                                             target_modules=LORA_TARGETS, task_type="CAUSAL_LM"))
-    model.enable_input_require_grads()
+                                             target_modules=LORA_TARGETS, layers_to_transform=trained_layers,
+                                             task_type="CAUSAL_LM"))
+    ReaderTrainer = _reader_trainer_class()
     steps_per_epoch = math.ceil(len(train) / settings.gradient_accumulation)
     total_steps = max(1, math.ceil(steps_per_epoch * settings.epochs))
     append_log(output, {"event": "start", "time": time.time(), "base": str(model_dir), **stats, "total_steps": total_steps})
@@ -258,12 +291,11 @@ def train_reader(settings: SFTSettings, *, command: str = "", progress: bool = T
         gradient_accumulation_steps=settings.gradient_accumulation, num_train_epochs=settings.epochs,
         learning_rate=settings.learning_rate, lr_scheduler_type="cosine", warmup_steps=settings.warmup_steps,
         logging_steps=1, save_steps=settings.save_steps, save_total_limit=2, report_to=[], use_cpu=True,
-        gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False},
         dataloader_num_workers=0, remove_unused_columns=False, seed=settings.seed, disable_tqdm=not progress,
         save_only_model=False, weight_decay=0.0,
     )
-    trainer = Trainer(model=model, args=arguments, train_dataset=ReadingDataset(train), data_collator=collate,
-                      callbacks=[StepLog()])
+    trainer = ReaderTrainer(model=model, args=arguments, train_dataset=ReadingDataset(train), data_collator=collate,
+                            callbacks=[StepLog()])
     last = get_last_checkpoint(str(output / CHECKPOINTS)) if (output / CHECKPOINTS).is_dir() else None
     if last:
         append_log(output, {"event": "resume", "checkpoint": Path(last).name, "time": time.time()})

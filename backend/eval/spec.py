@@ -21,7 +21,7 @@ from backend.config import REPO_ROOT, AgentConfig, Config
 from backend.eval.datasets import load_questions
 from backend.eval.results import ResultsFile
 from backend.code_identity import code_identity, describe
-from backend.llm.registry import backend_spec
+from backend.llm.registry import backend_spec, reader_adapter_of
 from backend.events import Event
 from backend.runlog import RunLog
 
@@ -145,8 +145,15 @@ def inherited_run_ids(out_dir: Path) -> set[str]:
 
 
 def role_identity(config: Config) -> dict[str, str]:
-    """Which model each role runs on, as the configuration names it."""
-    return {name: backend_spec(role.backend).identity(role) for name, role in sorted(config.roles.items())}
+    """Which model each role runs on, as the configuration names it, with the trained reader the
+    Executor answers with (its folder and the sha256 of its weights)."""
+    return {name: backend_spec(role.backend).identity(role) + reader_identity(config, role)
+            for name, role in sorted(config.roles.items())}
+
+
+def reader_identity(config: Config, role) -> str:
+    reader = reader_adapter_of(config, role)
+    return f"+reader:{reader.folder.name}@{str(reader.manifest.get('adapter_sha256', ''))[:12]}" if reader else ""
 
 
 def portable_path(path: Path | str) -> str:
