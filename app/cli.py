@@ -126,7 +126,9 @@ def learner_for_ask(runtime, *, quiet: bool = False):
         print(f"The learner's current Planner version could not be loaded ({exc}); the base Planner answers.",
               file=sys.stderr, flush=True)
         return None
-    version = learner.versions.current().number
+    if learner.load_problem:
+        print(learner.load_problem, file=sys.stderr, flush=True)
+    version = learner.answering.number
     if version and not quiet:
         print(f"Planner v{version:04d} answers (test-time learning).", flush=True)
     return learner
@@ -232,6 +234,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except PortInUseError as exc:
         print(exc, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # SIGINT or SIGTERM outside the server's own wait: what had started is stopped too
+        print("Stopped.", file=sys.stderr)
     return 0
 
 

@@ -117,9 +117,28 @@ def _speed_line(ctx: AppContext, versions) -> str:
 
 
 def status_markdown(ctx: AppContext, request: gr.Request | None) -> str:
+    if ctx.learner is not None:
+        try:
+            ctx.learner.sync()  # a version the worker promoted answers from now on, as it would the next question
+        except Exception:  # the status below says what the learner could not do
+            log.exception("loading the current Planner version")
+    return _learning_state(ctx, request) + _answering_line(ctx)
+
+
+def _answering_line(ctx: AppContext) -> str:
+    """Which Planner answers in this app: the version (as the versions table names it) and the model."""
     planner = ctx.runtime.agent.models.get("planner")
-    answering = f"\n\nThe Planner answering now: `{escape_markdown(planner.name)}`." if planner is not None else ""
-    return _learning_state(ctx, request) + answering
+    if planner is None:
+        return ""
+    model = f"`{escape_markdown(planner.name)}`"
+    status = ctx.learner.status() if ctx.learner is not None and not ctx.read_only else None
+    if status is None or status.answering is None:
+        return f"\n\nThe Planner answering now: {model}."
+    version = f"`v{status.answering:04d}`" + (" (the base model)" if status.answering == 0 else "")
+    line = f"\n\nThe Planner answering now: {version}, {model}."
+    if status.load_problem:
+        line += f" ⚠️ {escape_markdown(status.load_problem)}"
+    return line
 
 
 def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
@@ -170,6 +189,7 @@ def _learning_state(ctx: AppContext, request: gr.Request | None) -> str:
     if current is not None and current.prompts and current.prompts != prompts_digest():
         lines.append(f"- ⚠️ Planner `{current.name}` was trained with other prompts than this code's "
                      "(`backend/prompts/` changed since): if its plans get worse, roll back to 0, the base model")
+    lines += [f"- ⚠️ {escape_markdown(note)}." for note in s.version_notes]
     if s.quarantined and _sees_everything(ctx, request):  # the rows' reasons quote what was queued
         lines.append(f"- ⚠️ {escape_markdown(s.quarantined)} (kept in the queue, never read again; "
                      "the rows after them are learned)")

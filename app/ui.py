@@ -5,7 +5,9 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import signal
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -182,13 +184,25 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
     return demo
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM stops the app as Ctrl-C does: the server closes and `serve` stops the learner worker it
+    started (Python's default for SIGTERM ends the process at once, leaving the worker behind)."""
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def serve(config: Config, *, host: str, port: int, users: UserDirectory | None = None, read_only: bool = False,
           config_path: str | None = None) -> None:
     """Build the runtime and serve it; a port already taken raises PortInUseError before anything loads.
-    `config_path`: the TOML file the configuration came from (a started learner worker reads it too)."""
+    `config_path`: the TOML file the configuration came from (a started learner worker reads it too).
+    SIGINT and SIGTERM end it, and with it the learner worker it started."""
     busy = port_in_use(host, port)
     if busy is not None:
         raise busy
+    if threading.current_thread() is threading.main_thread():
+        stop_on_sigterm()
     use_upload_cache(config.data_dir)
     print("Preparing the models, the search index and the memory store (first start takes a few minutes)...", flush=True)
     runtime = build_runtime(config, progress=True, dense_in_background=True)
@@ -209,6 +223,8 @@ def serve(config: Config, *, host: str, port: int, users: UserDirectory | None =
                      "external": "in the worker you run (python -m training ttrl worker)"}[config.ttrl.worker]
             print(f"Test-time learning is on, {where}: Planner v{status.current_version:04d}"
                   + (" (paused: resume it in the Learning view)" if status.paused else "") + ".", flush=True)
+            for note in status.version_notes + ([status.load_problem] if status.load_problem else []):
+                print(f"Learning folder: {note}.", flush=True)
         ctx = AppContext(runtime, users=users, read_only=read_only, learner=learner, learning_off_reason=off_reason)
         print(f"Serving on http://{host}:{port}", flush=True)
         launch(ctx, host=host, port=port)
@@ -229,13 +245,23 @@ def start_learning(runtime: Runtime, *, config_path: str | None = None):
         learner.start()
         return learner
     from training.ttrl.live import learning_root, planner_weights_source, worker_handle
-    from training.ttrl.remote import start_worker_process
+    from training.ttrl.remote import other_learner, start_worker_process
 
     planner_weights_source(config)  # a served Planner without ttrl.base_model_dir: the ConfigError saying what to set
     process = None
     if config.ttrl.worker == "process":
-        process = start_worker_process(nice=config.ttrl.worker_nice, config_path=config_path,
-                                       log_path=learning_root(config) / "worker.log")
-        print(f"Started the learner worker (pid {process.pid}; its log: {learning_root(config) / 'worker.log'}).",
-              flush=True)
-    return worker_handle(runtime, process=process)
+        held_by = other_learner(runtime.store.learner_lease(ttl_s=config.ttrl.lease_ttl_s),
+                                wait_s=min(config.ttrl.lease_ttl_s, 5.0) + 10.0)
+        if held_by:
+            print(held_by, flush=True)
+        else:
+            process = start_worker_process(nice=config.ttrl.worker_nice, config_path=config_path,
+                                           log_path=learning_root(config) / "worker.log")
+            print(f"Started the learner worker (pid {process.pid}; its log: {learning_root(config) / 'worker.log'}).",
+                  flush=True)
+    try:
+        return worker_handle(runtime, process=process)
+    except BaseException:
+        if process is not None:
+            process.stop(timeout=10)
+        raise

@@ -77,6 +77,9 @@ def test_the_app_starts_a_worker_that_learns_from_its_feedback(tmp_path, tiny_mo
 
 
 def test_a_version_promoted_elsewhere_is_loaded_before_the_next_question(tmp_path, embedder):
+    import torch
+    from safetensors.torch import save_file
+
     from memory_db import MemoryStore
 
     store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}", embedder=embedder)
@@ -88,7 +91,11 @@ def test_a_version_promoted_elsewhere_is_loaded_before_the_next_question(tmp_pat
         assert loaded == [] and not remote.running
         assert "not running" in remote.status().activity
         versions = VersionStore(tmp_path / "ttrl")  # the worker's side of the shared folder
-        versions.record(Version(1, status=PROMOTED, parent=0, adapter_dir=str(tmp_path / "a1")))
+        adapter = tmp_path / "a1"
+        adapter.mkdir()
+        (adapter / "adapter_config.json").write_text("{}")
+        save_file({"lora_A": torch.zeros(2)}, adapter / "adapter_model.safetensors")  # whole: it is not set aside
+        versions.record(Version(1, status=PROMOTED, parent=0, adapter_dir=str(adapter)))
         versions.make_current(1)
         remote.sync()
         remote.sync()  # once per change

@@ -187,3 +187,40 @@ def _signal(question, namespace, answer):
     from training.ttrl.signals import Signal
 
     return Signal(question, "ground_truth", namespace, answer, "stream")
+
+
+def test_the_view_names_the_version_answering_now_as_its_table_does(learning_runtime):
+    """A worker in another process promotes a version: before the app's next question, the view names
+    that version both as current and as the Planner answering; one the app cannot load is said so."""
+    import json
+
+    from tests.learning_folder import write_adapter
+    from training.ttrl.live import learning_root, worker_handle
+    from training.ttrl.versions import ADAPTER, PROMOTED, Version, VersionStore
+
+    rt = learning_runtime
+    ctx = AppContext(rt, learner=worker_handle(rt))  # no worker runs: the versions come from the shared folder
+    base = rt.agent.models["planner"].name
+    assert f"The Planner answering now: `v0000` (the base model), `{base}`." in view(ctx, None).status
+
+    worker_side = VersionStore(learning_root(rt.config))
+    for number in (1, 2):
+        adapter = write_adapter(worker_side.versions_dir / f"v{number:04d}" / ADAPTER, rt.config.role("planner").model_dir,
+                                seed=number)
+        worker_side.record(Version(number, status=PROMOTED, parent=number - 1, adapter_dir=str(adapter)))
+    worker_side.make_current(1)
+    promoted = view(ctx, None)
+    assert promoted.versions[0][0] == "v0002" and promoted.versions[1][0] == "v0001 ◀ current"
+    assert "- Current Planner: `v0001`" in promoted.status
+    answering = rt.agent.models["planner"].name
+    assert answering != base and f"The Planner answering now: `v0001`, `{answering}`." in promoted.status
+
+    # v0002's files are whole, but its adapter does not fit this model: the app keeps v0001 and says why.
+    config = worker_side.versions_dir / "v0002" / ADAPTER / "adapter_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "target_modules": ["no_such_proj"]}))
+    worker_side.make_current(2)
+    unloadable = view(ctx, None)
+    assert "- Current Planner: `v0002`" in unloadable.status and rt.agent.models["planner"].name == answering
+    assert (f"The Planner answering now: `v0001`, `{answering}`. ⚠️ Planner v0002 could not be loaded in this app "
+            in unloadable.status)
+    assert "v0001 answers instead. Roll back to a version that loads" in unloadable.status

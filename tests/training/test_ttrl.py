@@ -157,9 +157,12 @@ def test_budget_is_a_sliding_hour():
 
 
 def _staged_adapter(store: VersionStore, text: str) -> Path:
+    from safetensors.torch import save_file
+
     staged = store.staging_dir()
     (staged / "adapter").mkdir()
-    (staged / "adapter" / "adapter_config.json").write_text(text)
+    (staged / "adapter" / "adapter_config.json").write_text(json.dumps({"text": text}))
+    save_file({"lora_A": torch.zeros(2)}, staged / "adapter" / "adapter_model.safetensors")  # whole: a version that loads
     (staged / "adapter.gguf").write_text(f"{text} for llama.cpp")  # a conversion made for the canary moves along
     return staged
 
@@ -169,7 +172,7 @@ def test_versions_pointer_and_rules(tmp_path):
     assert [v.number for v in store.all()] == [0] and store.current().number == 0
     first = store.add(_staged_adapter(store, "first"), Version(0, canary_reward=0.2), make_current=True)
     assert first.number == 1 and store.current().number == 1
-    assert (Path(first.adapter_dir) / "adapter_config.json").read_text() == "first"
+    assert json.loads((Path(first.adapter_dir) / "adapter_config.json").read_text()) == {"text": "first"}
     assert (Path(first.adapter_dir).parent / "adapter.gguf").read_text() == "first for llama.cpp"
     (tmp_path / "versions" / "v0002" / "adapter").mkdir(parents=True)  # left by a crash: skipped
     rejected = store.add(_staged_adapter(store, "worse"), Version(0, status=REJECTED), make_current=False)
@@ -436,7 +439,7 @@ def test_a_served_planner_loads_the_new_adapter_by_name(tmp_path, tiny_model_dir
     from backend.llm.openai_compat import OpenAIChatModel
     from backend.llm.serve import start_server_in_thread
     from training.policy import LoraSettings, PolicyChatModel
-    from backend.llm.adapters import ServedAdapterPlanner, register_served_adapter, served_adapter_name
+    from backend.llm.adapters import ServedAdapterModel, register_served_adapter, served_adapter_name
 
     policy = PolicyChatModel(tiny_model_dir, lora=LoraSettings(r=4, alpha=8))
     with torch.no_grad():  # a non-zero adapter, so the served answer can differ from the base model's
@@ -465,7 +468,7 @@ def test_a_served_planner_loads_the_new_adapter_by_name(tmp_path, tiny_model_dir
         assert served_adapter_name(other) != name
 
         # The server restarts and forgets the adapter: the Planner registers it again and answers.
-        planner = ServedAdapterPlanner(RoleConfig(backend="openai", base_url=base_url, model="tiny"), version)
+        planner = ServedAdapterModel(RoleConfig(backend="openai", base_url=base_url, model="tiny"), version)
         assert planner.generate(messages, max_new_tokens=8).text == tuned
         assert httpx.post(base_url + "/unload_lora_adapter", json={"lora_name": name}).status_code == 200
         assert planner.generate(messages, max_new_tokens=8).text == tuned

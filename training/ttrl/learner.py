@@ -16,7 +16,9 @@ Pending signals and the scored batch survive a restart (``state.json``, ``batch.
 stopped between saving its signals and marking their entries taken reads those entries again and
 drops them (one signal per run: a repeat teaches what the pending or learned one does). An entry
 that cannot be read is quarantined (kept in the queue with its reason, never read again) and the
-Learning view says so; the entries after it are taken as usual.
+Learning view says so; the entries after it are taken as usual. A signal whose Planner cannot be
+loaded (PlannerUnavailable: the learner's fault, not the signal's) stays pending with the error
+recorded, and is tried again when the current version changes or after UNLOADABLE_RETRY_S.
 
 A worker's learner holds the lease's fence (``fence``): each of its writes checks it, in the database
 transaction that marks entries taken, and around the rename of each file it writes (state, batch,
@@ -68,6 +70,11 @@ from training.ttrl.versions import ADAPTER, PROMOTED, REJECTED, Version, Version
 log = logging.getLogger(__name__)
 
 QUARANTINE_SHOWN = 3  # quarantined queue entries the status names (newest first)
+UNLOADABLE_RETRY_S = 300.0  # how long a Planner version that failed to load is not tried again
+
+
+class PlannerUnavailable(RuntimeError):
+    """The Planner being trained could not be loaded; the message says what to do. Signals wait."""
 
 
 def _run_key(signal: Signal) -> str:
@@ -128,6 +135,9 @@ class LearnerStatus:
     last_error: str = ""
     updates_running: bool = False
     quarantined: str = ""  # quarantine_note: queue entries the learner could not read and set aside
+    version_notes: list[str] = field(default_factory=list)  # VersionStore.notes: versions set aside, unknown keys
+    answering: int | None = None  # the version this app process answers with (None: this process serves none)
+    load_problem: str = ""  # why the app process does not answer with the current version
 
 
 @dataclass
@@ -215,6 +225,9 @@ class TestTimeLearner:
         self.activity = "idle"
         self.last_error = ""
         self.quarantined = self._quarantine_note()
+        self.answering: Version | None = None  # the app's Planner, where this learner serves one (live.build_learner)
+        self.load_problem = ""
+        self._unloadable: tuple[int, float] | None = None  # (version, when) a Planner failed to load for training
         state = self._read_state()
         self.paused: bool = state.get("paused", False)
         self.pending: list[Signal] = [Signal(**s) for s in state.get("pending", [])]
@@ -301,9 +314,26 @@ class TestTimeLearner:
             version = self.versions.make_current(number)
             self._policy, self._optimizer = None, None  # reloaded from the new current version
             self._log("updates.jsonl", {"at": time.time(), "event": "rollback", "version": number})
+        self._promote(version)
+        return version
+
+    def _promote(self, version: Version) -> None:
+        """Hand a version that became current to on_promote (the app swaps it in, or the worker prepares it)."""
         if self.on_promote is not None:
             self.on_promote(version)
-        return version
+        if self.answering is not None:
+            self.answering, self.load_problem = version, ""
+
+    def answer_with(self, version: Version) -> None:
+        """In the app's process (the thread learner, `answering` set): answer with `version` from now on,
+        or, when it cannot be loaded, keep the Planner that answers and say why (status().load_problem)."""
+        try:
+            self._promote(version)
+        except Exception as exc:
+            log.exception("loading Planner %s into the app", version.name)
+            keeping = self.answering.name if self.answering is not None else "the base model"
+            self.load_problem = (f"Planner {version.name} could not be loaded ({type(exc).__name__}: {exc}); "
+                                 f"{keeping} answers instead. Roll back to a version that loads.")
 
     def status(self) -> LearnerStatus:
         with self._lock:
@@ -313,7 +343,9 @@ class TestTimeLearner:
                 budget_left=self.budget.left(), rollouts_per_hour=self.settings.rollouts_per_hour,
                 current_version=self.versions.current().number, versions=self.versions.all(),
                 last_error=self.last_error, updates_running=self.activity.startswith(("updating", "canary")),
-                quarantined=self.quarantined,
+                quarantined=self.quarantined, version_notes=self.versions.notes(),
+                answering=self.answering.number if self.answering is not None else None,
+                load_problem=self.load_problem,
             )
 
     # -- the worker -------------------------------------------------------------------------------
@@ -343,7 +375,7 @@ class TestTimeLearner:
                 log.exception("test-time learning worker")
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 outcome = "idle"
-            if outcome in ("idle", "paused", "budget", "memory"):
+            if outcome in ("idle", "paused", "budget", "memory", "blocked"):
                 self._wake.wait(self.settings.poll_seconds)
                 self._wake.clear()
 
@@ -425,7 +457,8 @@ class TestTimeLearner:
 
     def work_once(self) -> str:
         """One unit of work: 'paused', 'idle', 'budget' (waiting for the hourly budget), 'memory'
-        (waiting for the memory its weights need; the signal stays pending) or 'processed'."""
+        (waiting for the memory its weights need; the signal stays pending), 'blocked' (the Planner
+        could not be loaded; the signal stays pending) or 'processed'."""
         if self.paused or not self.settings.enabled:
             self.activity = "paused" if self.paused else "switched off"
             return "paused"
@@ -440,10 +473,23 @@ class TestTimeLearner:
                 self.activity = f"waiting {wait / 60:.0f} min for the hourly rollout budget"
                 return "budget"
             signal = self.pending[0]
+        if self._unloadable is not None:
+            version, failed_at = self._unloadable
+            if self.versions.current().number == version and time.time() - failed_at < UNLOADABLE_RETRY_S:
+                return "blocked"  # the error is recorded; loading it again would fail the same way
+            self._unloadable = None
         try:
             self.process(signal)
         except LeaseLost:
             raise
+        except PlannerUnavailable as exc:  # the learner's Planner, not the signal: it stays pending
+            self._unloadable = (self.versions.current().number, time.time())
+            self.last_error = str(exc)
+            self.activity = "waiting for a Planner version that loads"
+            self._log("signals.jsonl", {"at": time.time(), "question": signal.question, "namespace": signal.namespace,
+                                        "kind": signal.kind, "source": signal.source, "waits": True,
+                                        "error": f"{exc} (the signal waits)"})
+            return "blocked"
         except NotEnoughMemory as exc:  # the machine, not the signal: it waits, and learning tries again
             self.last_error = f"{exc} The signal waits; learning tries again every {self.settings.poll_seconds:.0f} s."
             self.activity = "waiting for the free memory learning needs"
@@ -478,6 +524,25 @@ class TestTimeLearner:
             self._planner_base = Path(self._planner_base())
         return Path(self._planner_base)
 
+    def _loaded_policy(self) -> PolicyChatModel:
+        return self._loading(self.policy)
+
+    def _loading(self, load: Callable):
+        """`load()` (the policy, or the model that samples rollouts), or PlannerUnavailable saying which
+        version failed to load and what to do."""
+        try:
+            return load()
+        except (LeaseLost, NotEnoughMemory):
+            raise
+        except Exception as exc:
+            version = self.versions.current()
+            log.exception("loading Planner %s for training", version.name)
+            raise PlannerUnavailable(
+                f"The Planner being trained ({version.name}) could not be loaded ({type(exc).__name__}: {exc}). "
+                f"Signals wait in the queue; roll back to a version that loads in the Learning view (or "
+                f"`python -m training ttrl --rollback N`), or fix the cause; learning tries again in "
+                f"{UNLOADABLE_RETRY_S / 60:.0f} minutes or when the current version changes.") from exc
+
     def policy(self) -> PolicyChatModel:
         if self._policy is not None and self.versions.current().number != self._policy_version:
             self._policy, self._optimizer = None, None  # rolled back from another process (the app)
@@ -502,12 +567,13 @@ class TestTimeLearner:
             return self._process_rft(signal)
         started = time.perf_counter()
         self.activity = f"rolling out {self.settings.rollouts_per_signal} plans for: {signal.question[:80]}"
-        policy = self.policy()
+        policy = self._loaded_policy()
+        sampler = self._loading(lambda: self._rollout_policy(policy))
         shown = memory_context(self.manager, signal, self.episode_settings)
         used = shown.used
         grader = SignalGrader(signal, self.judge)
         self.budget.spend(self.settings.rollouts_per_signal)
-        rollouts = run_rollouts(signal, policy=self._gated(self._rollout_policy(policy)),
+        rollouts = run_rollouts(signal, policy=self._gated(sampler),
                                 executor_model=self.executor_model, tools=self.tools,
                                 grader=grader, settings=self.episode_settings, memory_text=shown.text,
                                 n=self.settings.rollouts_per_signal, weights=self.reward_weights,
@@ -584,7 +650,7 @@ class TestTimeLearner:
         self.activity = f"reading the verified plan for: {signal.question[:80]}"
         memory = successful_memory(self.manager, signal)
         version = self.versions.current().name
-        sample = None if memory is None else plan_sample(self.policy(), self.manager, memory, settings=self.episode_settings,
+        sample = None if memory is None else plan_sample(self._loaded_policy(), self.manager, memory, settings=self.episode_settings,
                                                          tools_text=tool_names_line(self.tools.values()))
         samples = [] if sample is None else [asdict(sample)]
         if samples:
@@ -679,8 +745,8 @@ class TestTimeLearner:
             else:
                 policy.restore_trainable_state(before)
         self._log("updates.jsonl", {"at": time.time(), "event": "update", **asdict(version)})
-        if promoted and self.on_promote is not None:
-            self.on_promote(version)
+        if promoted:
+            self._promote(version)
         self.activity = "idle"
         return version
 

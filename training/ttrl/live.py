@@ -123,7 +123,9 @@ def build_learner(runtime: Runtime, *, serving: bool = True, gate=None, owner: s
         gate=gate, owner=owner,
         fast_sampler=fast_sampler_for(config),
     )
-    current = learner.versions.current()
-    if current.number and serving:
-        swap_planner(runtime, current)  # a restart answers with the version that was current
+    if serving:  # a restart answers with the version that was current (or says why it cannot)
+        current = learner.versions.current()
+        learner.answering = Version(0, note="base model")
+        if current.number:
+            learner.answer_with(current)
     return learner

@@ -61,10 +61,11 @@ class WorkerSupervisor:
     def __init__(self, command: list[str], *, log_path: Path, cwd: Path, backoff_s: float = RESTART_BACKOFF_S,
                  max_restarts: int = MAX_RESTARTS, clock: Callable[[], float] = time.time,
                  pause: Callable[[float], bool] | None = None,
-                 oom_kills: Callable[[], int] = oom_kill_count) -> None:
+                 oom_kills: Callable[[], int] = oom_kill_count, env: dict[str, str] | None = None) -> None:
         """`pause(seconds)` waits before a restart and returns True when the supervisor is being
-        stopped meanwhile (default: a wait that `stop` interrupts)."""
-        self.command, self.log_path, self.cwd = list(command), Path(log_path), Path(cwd)
+        stopped meanwhile (default: a wait that `stop` interrupts). `env`: the command's environment
+        (default: this process's)."""
+        self.command, self.log_path, self.cwd, self.env = list(command), Path(log_path), Path(cwd), env
         self.backoff_s, self.max_restarts = backoff_s, max_restarts
         self.clock, self.oom_kills = clock, oom_kills
         self._stopping = threading.Event()
@@ -147,7 +148,7 @@ class WorkerSupervisor:
         self._kills_before = self.oom_kills()
         with open(self.log_path, "ab") as output:
             self._process = subprocess.Popen(self.command, stdout=output, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, cwd=self.cwd)
+                                             stdin=subprocess.DEVNULL, cwd=self.cwd, env=self.env)
 
     def _watch(self) -> None:
         while True:

@@ -14,10 +14,16 @@ pending list, and a signal found in both is not scored again.
 A worker that stalls past its lease (a paused process) and wakes up after another took over is
 fenced out: its learner carries the lease's fence, every write it makes checks it, and the first
 refused write (LeaseLost) stops the worker without writing anything (see training.ttrl.learner).
+
+SIGTERM and SIGINT stop it the same way: it releases its lease on the way out. A worker an app started
+(the app's pid in APP_PID_VARIABLE) also stops when that app's process is gone: its heartbeat notices
+that its parent changed (the app ended without stopping it: killed, or crashed) and stops it as
+SIGTERM would, so no worker outlives its app holding the lease.
 """
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import signal
@@ -34,6 +40,12 @@ from training.ttrl.learner import TestTimeLearner, learner_owner, owner_is_gone
 log = logging.getLogger(__name__)
 
 RECENT_SIGNALS = 100  # signal records the worker publishes for the Learning view
+APP_PID_VARIABLE = "MIA_LEARNER_APP_PID"  # set by the app that starts a worker: the worker stops when it is gone
+
+
+def app_pid_from_environment() -> int | None:
+    value = os.environ.get(APP_PID_VARIABLE, "")
+    return int(value) if value.isdigit() else None
 
 
 def published_status(learner: TestTimeLearner, gate: YieldGate | None = None) -> dict:
@@ -59,8 +71,10 @@ class LearnerWorker:
     writes under the fence the acquire gave."""
 
     def __init__(self, lease: LearnerLease, owner: str, *, heartbeat_s: float = 5.0,
-                 stopped: threading.Event | None = None) -> None:
-        self.lease, self.owner, self.heartbeat_s = lease, owner, heartbeat_s
+                 stopped: threading.Event | None = None, app_pid: int | None = None) -> None:
+        """`app_pid`: the app process that started this worker (its parent); when it is gone the worker
+        stops as on SIGTERM (None: a worker run on its own)."""
+        self.lease, self.owner, self.heartbeat_s, self.app_pid = lease, owner, heartbeat_s, app_pid
         self.stopped = stopped or threading.Event()
         self.fence: LeaseFence | None = None
         self._learner: TestTimeLearner | None = None
@@ -91,12 +105,21 @@ class LearnerWorker:
 
     def _payload(self) -> dict:
         if self.learner is None:
-            return {"status": None, "owner": self.owner, "pid": os.getpid(), "activity": "loading the models",
-                    "at": time.time()}
-        return published_status(self.learner, self.gate)
+            return {"status": None, "owner": self.owner, "pid": os.getpid(), "app_pid": self.app_pid,
+                    "activity": "loading the models", "at": time.time()}
+        return {**published_status(self.learner, self.gate), "app_pid": self.app_pid}
+
+    def app_gone(self) -> bool:
+        """Whether the app that started this worker has ended (the worker was handed to another parent)."""
+        return self.app_pid is not None and os.getppid() != self.app_pid
 
     def _heartbeat(self) -> None:
         while not self.stopped.is_set():
+            if self.app_gone():
+                log.error("the app (pid %s) that started this learner worker has ended; stopping", self.app_pid)
+                self.stopped.set()
+                _thread.interrupt_main(signal.SIGTERM)  # what run_worker's SIGTERM handler does, mid-work included
+                return
             try:
                 if self.lease.heartbeat(self.fence, self._payload()) is None:
                     self._lose("this one missed its heartbeats")
@@ -167,16 +190,23 @@ def run_worker(config: Config, *, until_idle: bool = False, max_signals: int | N
         os.nice(nice)
     config = replace(config, ttrl=replace(config.ttrl, enabled=True))
     stopped = threading.Event()
+    app_pid = app_pid_from_environment()
+    if app_pid is not None and os.getppid() != app_pid:
+        print(f"The app (pid {app_pid}) that started this learner worker has ended; not starting.", flush=True)
+        return 0
 
     def on_term(signum, _frame):
+        stopped.set()
         raise SystemExit(128 + signum)  # the lease is released on the way out; the state is already on disk
 
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)  # Ctrl-C in the app's terminal reaches its worker too
     lease_store = MemoryStore(config.resolved_memory_url)  # the lease first: a second worker stops before loading models
     runtime = None
     try:
         lease = lease_store.learner_lease(ttl_s=config.ttrl.lease_ttl_s)
-        worker = LearnerWorker(lease, learner_owner(), heartbeat_s=min(5.0, config.ttrl.lease_ttl_s / 4), stopped=stopped)
+        worker = LearnerWorker(lease, learner_owner(), heartbeat_s=min(5.0, config.ttrl.lease_ttl_s / 4), stopped=stopped,
+                               app_pid=app_pid)
         worker.acquire()
         try:
             config = _search_without_building_vectors(config)
@@ -195,4 +225,4 @@ def run_worker(config: Config, *, until_idle: bool = False, max_signals: int | N
         lease_store.close()
 
 
-__all__ = ["LeaseHeld", "LearnerWorker", "published_status", "run_worker"]
+__all__ = ["APP_PID_VARIABLE", "LeaseHeld", "LearnerWorker", "published_status", "run_worker"]
