@@ -19,6 +19,8 @@ from backend.events import (
     RunFinished,
     RunStarted,
     StepTaken,
+    ToolCalled,
+    ToolReturned,
     VerdictReady,
 )
 from backend.executor import Step
@@ -39,6 +41,18 @@ class RunRecord:
     finished: RunFinished | None = None
     failure: RunFailed | None = None
     first_round_answers: int | None = None  # answers given before the first replan (None: no replan)
+    tool_calls: list[ToolCalled] = field(default_factory=list)
+    tool_results: list[ToolReturned] = field(default_factory=list)
+
+    @property
+    def search_queries(self) -> list[str]:
+        """The queries the run's query tools were given, in order."""
+        return [query for call in self.tool_calls for value in call.arguments.values() if isinstance(value, list)
+                for query in value if isinstance(query, str)]
+
+    @property
+    def retrieved_passages(self) -> list[dict]:
+        return [passage for result in self.tool_results for passage in result.passages]
 
     @property
     def question(self) -> str:
@@ -106,6 +120,10 @@ class RunRecord:
             self.finished = event
         elif isinstance(event, RunFailed):
             self.failure = event
+        elif isinstance(event, ToolCalled):
+            self.tool_calls.append(event)
+        elif isinstance(event, ToolReturned):
+            self.tool_results.append(event)
 
 
 def replay(events: Iterable[Event]) -> RunRecord:

@@ -25,6 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     examples.add_argument("--model", default="qwen", choices=("qwen", "smollm2", "tiny-random"),
                           help="whose reading the examples are for (its traits decide how the reader reads)")
     examples.add_argument("--limit", type=int, help="only the first N questions")
+    examples.add_argument("--runs", type=Path, help="also the runs a deployment's users verified: the app's data folder")
+    examples.add_argument("--namespace", default="default", help="with --runs: whose runs")
+    examples.add_argument("--memory-url", help="with --runs: the app's memory database, when not <runs>/memory.sqlite")
+    examples.add_argument("--trajectories", type=Path, nargs="*", default=[],
+                          help="also the Executor's own verified trajectories (python -m training reader-trajectories)")
     examples.add_argument("--out", type=Path, default=Path(".mia/reader/examples.jsonl"))
     reader = commands.add_parser("reader", help="train the reader's LoRA on its examples (supervised, resumable)")
     reader.add_argument("--config", type=Path, default=DEFAULT_CONFIGS / "reader_qwen_cpu.yaml")
@@ -172,7 +177,8 @@ def _build_dataset(args: argparse.Namespace) -> Path:
 def _reader_data(args: argparse.Namespace) -> None:
     from tqdm.auto import tqdm
 
-    from training.reader_data import CANARY_ROWS, reader_traits, read_records, reading_examples, write_rows
+    from training.reader_data import (CANARY_ROWS, load_rows, reader_traits, read_records, reading_examples,
+                                      verified_run_examples, write_rows)
 
     records = read_records(args.hotpotqa, skip_last={"train.jsonl": CANARY_ROWS})[: args.limit]
     traits = reader_traits(args.model)
@@ -181,9 +187,15 @@ def _reader_data(args: argparse.Namespace) -> None:
         examples = reading_examples(record, traits)
         kept += bool(examples)
         rows += [example.to_row() for example in examples]
+    if args.runs:
+        verified = verified_run_examples(args.runs, args.namespace, traits, args.memory_url)
+        rows += [example.to_row() for example in verified]
+        print(f"{len(verified)} examples from the verified runs of {args.namespace!r} in {args.runs}")
+    for path in args.trajectories:
+        rows += load_rows(path)
     digest = write_rows(rows, args.out)
     validation = sum(row["split"] == "validation" for row in rows)
-    print(f"wrote {args.out}: {len(rows)} examples from {kept} of {len(records)} questions "
+    print(f"wrote {args.out}: {len(rows)} examples ({kept} of {len(records)} HotpotQA questions) "
           f"({validation} validation); sha256 {digest}")
 
 

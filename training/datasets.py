@@ -192,6 +192,38 @@ def items_from_runs(data_dir: Path, namespace: str, memory_url: str | None = Non
     return items
 
 
+@dataclass
+class VerifiedRun:
+    """A finished run whose answer a person verified: `answer` is the typed right answer, or the run's
+    own answer given a thumbs-up; with the queries it searched and the passages they returned."""
+
+    source: str  # "run:<namespace>/<run id>"
+    question: str
+    answer: str
+    queries: list[str]
+    passages: list[dict]
+
+
+def verified_runs(data_dir: Path, namespace: str, memory_url: str | None = None) -> list[VerifiedRun]:
+    """The runs of one namespace a person verified (a typed answer, or a thumbs-up on the answer)."""
+    runlog = RunLog(Path(data_dir) / "runs")
+    feedback = _read_feedback(Path(data_dir), namespace, memory_url)
+    found = []
+    for summary in runlog.list_runs(namespace, limit=100_000):
+        note = feedback.get(summary.run_id, {})
+        if not note:
+            continue
+        run = replay(runlog.load(namespace, summary.run_id))
+        if run.started is None or run.failure is not None or not run.answers:
+            continue
+        answer = note.get("ground_truth") or (run.answer.strip() if note.get("rating") == "up" else "")
+        if not answer:
+            continue
+        found.append(VerifiedRun(f"run:{namespace}/{summary.run_id}", run.question, answer,
+                                 run.search_queries, run.retrieved_passages))
+    return found
+
+
 def write_records(records: list[RLRecord], path: Path) -> Path:
     import pandas as pd
 

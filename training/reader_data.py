@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,17 +164,20 @@ def option_fact(record: dict, option: str) -> str:
 
 
 class GoldReader:
-    """A ChatModel that writes what a question's supporting facts say, wherever the reader asks, and
-    keeps every call. It declares the traits of the model being trained, so the session reads as it
-    reads with that model (a larger model: from its conversation, by quote)."""
+    """A ChatModel that writes the known reading wherever the reader asks, and keeps every call: the
+    sentence that states the answer, the answer, and for a comparison each option's fact (`fact_of`).
+    It declares the traits of the model being trained, so the session reads as it reads with that
+    model (a larger model: from its conversation, by quote)."""
 
     supports_images = False
 
-    def __init__(self, record: dict, traits: ModelTraits, name: str = "gold-reader") -> None:
-        self.record, self.traits, self.name = record, traits, name
-        self.answer = " ".join(record["answer"].split())
-        self.sentence = answer_sentence(record)
-        self.options = {o.casefold(): o for o in choice_options(record["question"])}
+    def __init__(self, question: str, answer: str, sentence: str, traits: ModelTraits,
+                 fact_of: Callable[[str], str] | None = None, name: str = "gold-reader") -> None:
+        self.traits, self.name = traits, name
+        self.answer = " ".join(answer.split())
+        self.sentence = sentence
+        self.fact_of = fact_of
+        self.options = {o.casefold(): o for o in choice_options(question)}
         self.calls: list[Call] = []
 
     def _write(self, messages: list[dict], prefill: str) -> str:
@@ -185,8 +188,8 @@ class GoldReader:
         if prefill.endswith(prompts.ANSWER_PREFILL):
             return " " + self.answer
         option = prefill.rsplit("\n", 1)[-1].removesuffix(":")
-        if option.casefold() in self.options:
-            return " " + option_fact(self.record, option)
+        if option.casefold() in self.options and self.fact_of is not None:
+            return " " + self.fact_of(option)
         raise OffScript(f"the reader asked for {prefill[-40:]!r}")
 
     def generate(self, messages: list[dict], *, max_new_tokens: int = 256, stop: Sequence[str] = (),
@@ -239,19 +242,15 @@ def _prompt_text(messages: list[dict]) -> str:
     return " ".join(" ".join(str(m.get("content", "")) for m in messages).split())
 
 
-def reading_examples(record: dict, traits: ModelTraits, agent: AgentConfig = AgentConfig()) -> list[ReadingExample]:
-    """The reader's reads of one question, as the app's session makes them, with the supporting facts'
-    answers; [] when the facts do not give every answer the reader asks for, the session's answer is
-    not the gold one, or a quoted sentence is not in the prompt it was quoted from."""
-    question = " ".join(record["question"].split())
-    gold = GoldReader(record, traits)
-    session = ExecutorSession(gold, {"search": context_search(record)}, RunMeter(), f"reader-data-{record['id']}",
-                              guided=True, read_by_quote=agent.read_by_quote, quote_check=agent.quote_check,
+def gold_reads(question: str, gold: GoldReader, search: WikiSearchTool, queries: list[str],
+               agent: AgentConfig = AgentConfig()) -> list[tuple[list[dict], list[dict]]]:
+    """The app's session searches `queries` with `search`, then reads the answer with `gold`; the
+    reads (messages, segments), or [] when the reading asks for what `gold` does not know, the
+    session's answer is not the gold one, or a quoted sentence is not in the prompt it was quoted from."""
+    session = ExecutorSession(gold, {"search": search}, RunMeter(), "reader-data", guided=True,
+                              read_by_quote=agent.read_by_quote, quote_check=agent.quote_check,
                               follow_links=agent.follow_links)
     session.start(question, [])
-    queries = record_supporting_titles(record)
-    if split_of(record["id"] + "/query", 0.5) == "validation" and not closed_options(question):
-        queries = [question, *queries]  # as a model's first query often is: the question itself
     for query in queries:
         for _ in session.search("search", query):
             pass
@@ -265,7 +264,7 @@ def reading_examples(record: dict, traits: ModelTraits, agent: AgentConfig = Age
         return []
     if normalize_answer(answer) != normalize_answer(gold.answer):
         return []
-    examples = []
+    reads = []
     for messages, segments in merged_reads(gold.calls):
         if _says_not_the_answer(messages, gold.answer):
             continue  # the app's read again of an answer the question names: the gold answer is that very name
@@ -273,8 +272,46 @@ def reading_examples(record: dict, traits: ModelTraits, agent: AgentConfig = Age
                   and prefill["text"].endswith(prompts.QUOTE_PREFILL)]
         if any(" ".join(q.split()) not in _prompt_text(messages) for q in quotes):
             return []
-        examples.append(ReadingExample(record["id"], question, gold.answer, "supporting-facts", messages, segments,
-                                       split_of(record["id"])))
+        reads.append((messages, segments))
+    return reads
+
+
+def reading_examples(record: dict, traits: ModelTraits, agent: AgentConfig = AgentConfig()) -> list[ReadingExample]:
+    """The reader's reads of one HotpotQA question, its supporting titles searched over its own ten
+    paragraphs, with what the supporting facts state."""
+    question = " ".join(record["question"].split())
+    gold = GoldReader(question, record["answer"], answer_sentence(record), traits,
+                      fact_of=lambda option: option_fact(record, option))
+    queries = record_supporting_titles(record)
+    if split_of(record["id"] + "/query", 0.5) == "validation" and not closed_options(question):
+        queries = [question, *queries]  # as a model's first query often is: the question itself
+    return [ReadingExample(record["id"], question, gold.answer, "supporting-facts", messages, segments,
+                           split_of(record["id"]))
+            for messages, segments in gold_reads(question, gold, context_search(record), queries, agent)]
+
+
+def verified_run_examples(data_dir: Path, namespace: str, traits: ModelTraits, memory_url: str | None = None,
+                          agent: AgentConfig = AgentConfig()) -> list[ReadingExample]:
+    """What a deployment's users verified, as reading examples: each finished run with a person's typed
+    right answer, or a thumbs-up on its answer (training.datasets.verified_runs), searched again with
+    its own queries over the passages it retrieved, and read with the verified answer and the retrieved
+    sentence that states it. A run no retrieved sentence states the answer of teaches no reading."""
+    from backend.evidence import stating_sentence
+    from training.datasets import verified_runs
+
+    examples = []
+    for run in verified_runs(Path(data_dir), namespace, memory_url):
+        documents = list({(p["title"], p["text"]): Document(p["title"], p["text"], p.get("source") or "")
+                          for p in run.passages if p.get("title") and p.get("text")}.values())
+        sentence = _window(stating_sentence(run.answer, run.question, run.passages, max_chars=400), run.answer,
+                           QUOTE_WORDS) if documents else ""
+        if not sentence or closed_options(run.question):
+            continue
+        gold = GoldReader(run.question, run.answer, sentence, traits)
+        search = WikiSearchTool(WikiIndex(documents, bm25_retriever(documents)))
+        examples += [ReadingExample(run.source, run.question, gold.answer, "verified-runs", messages, segments,
+                                    split_of(run.source))
+                     for messages, segments in gold_reads(run.question, gold, search, run.queries, agent)]
     return examples
 
 

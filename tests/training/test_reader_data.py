@@ -116,3 +116,50 @@ def test_the_command_writes_rows_that_load_back(tmp_path, capsys):
     write_rows([{"messages": [], "segments": [{"text": "x", "train": False}], "split": "train"}], broken)
     with pytest.raises(ReaderDataError, match="broken.jsonl:1"):
         load_rows(broken)
+
+
+def log_searched_run(runlog, namespace: str, run_id: str, record: dict, answer: str) -> None:
+    """A finished run as the app logs it: its searches of the question's supporting titles and what
+    they returned (each supporting paragraph and one distractor)."""
+    from backend.events import AnswerReady, RunFinished, RunStarted, ToolCalled, ToolReturned
+
+    paragraphs = dict(zip(record["context"]["title"], ("".join(s) for s in record["context"]["sentences"])))
+    events = [RunStarted(run_id, question=record["question"], namespace=namespace)]
+    distractor = next(t for t in paragraphs if t not in record["supporting_facts"]["title"])
+    for turn, title in enumerate(dict.fromkeys(record["supporting_facts"]["title"]), 1):
+        passages = [{"title": t, "text": paragraphs[t], "source": "wiki:hotpotqa", "score": 1.0} for t in (title, distractor)]
+        events += [ToolCalled(run_id, turn=turn, name="search", arguments={"query_list": [title]}),
+                   ToolReturned(run_id, turn=turn, name="search", ok=True, content="...", passages=passages)]
+    events += [AnswerReady(run_id, text=answer), RunFinished(run_id, answer=answer)]
+    for event in events:
+        runlog.append(namespace, event)
+
+
+def test_a_deployments_verified_runs_become_reading_examples_of_their_own_namespace(tmp_path):
+    from backend.feedback import FeedbackItem, FeedbackQueue
+    from backend.runlog import RunLog
+    from memory_db import MemoryStore
+    from training.reader_data import verified_run_examples
+
+    first, second, third = rows_of("open", 3)
+    runlog = RunLog(tmp_path / "runs")
+    log_searched_run(runlog, "alice", "typed", first, "a wrong guess")  # the person typed the right answer
+    log_searched_run(runlog, "alice", "thumbs", second, second["answer"])  # thumbs-up on the right answer
+    log_searched_run(runlog, "alice", "down", third, third["answer"])  # thumbs-down: not verified
+    log_searched_run(runlog, "bob", "bobs", third, third["answer"])  # another namespace's thumbs-up
+    store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite'}")
+    queue = FeedbackQueue(store)
+    for run_id, namespace, thumbs, right in [("typed", "alice", None, first["answer"]), ("thumbs", "alice", "up", None),
+                                             ("down", "alice", "down", None), ("bobs", "bob", "up", None)]:
+        queue.append(FeedbackItem(run_id=run_id, namespace=namespace, user="u", question="q", answer="a", thumbs=thumbs,
+                                  right_answer=right, comment=None, label_before="incorrect", label_after="correct",
+                                  judge_method="thumbs", memory_id=None))
+    store.close()
+    examples = verified_run_examples(tmp_path, "alice", QWEN_TRAITS)
+    assert {e.id for e in examples} == {"run:alice/typed", "run:alice/thumbs"}
+    assert {e.source for e in examples} == {"verified-runs"}
+    for example in examples:
+        record = first if example.id.endswith("typed") else second
+        quote, answer = example.segments[1]["text"], example.segments[3]["text"]
+        assert normalize_answer(answer) == normalize_answer(record["answer"])
+        assert " ".join(quote.split()) in " ".join(" ".join(m["content"] for m in example.messages).split())
