@@ -27,11 +27,12 @@ from .records import (
 )
 from .import_export import IMPORT_EXISTING, ImportOutcome
 from .store import MemoryStore
+from .struck import StrikeNotFoundError, StruckSource, memory_key
 from .vector_index import IndexSettings
 
 __all__ = [
     "CapacityError", "ContrastiveMemories", "Embedder", "HistoryEntry", "HistoryNotFoundError",
     "IMPORT_EXISTING", "ImportFileError", "LearnerLease", "LeaseFence", "LeaseHeld", "LeaseLost", "LeaseState", "ImportOutcome", "IndexSettings", "InvalidMemoryError", "MODALITIES", "Memory",
     "MemoryNotFoundError", "MemoryStore", "MemoryStoreError", "NewMemory", "QUESTION_TYPES", "QueueEntry", "QueueItemError",
-    "ScoredMemory", "UndoConflictError", "UnreadableMemory", "UnreadableMemoryError", "get_embedder",
+    "ScoredMemory", "StrikeNotFoundError", "StruckSource", "UndoConflictError", "UnreadableMemory", "UnreadableMemoryError", "get_embedder", "memory_key",
 ]

@@ -12,6 +12,7 @@ from .records import HistoryEntry, Memory
 from .rows import CONTENT_FIELDS, from_db_time, memory_from_row, utc_now
 from .schema import memory_history
 from .snapshots import memory_from_record
+from .struck import STRIKE_ACTIONS
 from .validation import check_namespace
 from .vector_backend import VectorTransaction
 
@@ -64,7 +65,8 @@ class HistoryAndUndo(MemoryWrites):
     def undo(self, history_id: int, *, namespace: str, actor: str = "user") -> Memory | None:
         """Revert the change recorded as `history_id`. Fields the change did not touch keep
         their current values; usage counters are reverted by difference. Returns the memory as
-        restored (None when undoing an add). The undo itself is recorded too."""
+        restored (None when undoing an add). The undo itself is recorded too. Undoing a "strike"
+        retrieves the struck source again and undoing an "unstrike" strikes it again (memory_db.struck)."""
         check_namespace(namespace)
         with self._engine.connect() as conn:
             row = conn.execute(select(memory_history).where(
@@ -72,6 +74,11 @@ class HistoryAndUndo(MemoryWrites):
         if row is None:
             raise HistoryNotFoundError(history_id, namespace)
         entry = history_entry(row)
+        if entry.action in STRIKE_ACTIONS:  # a source struck as wrong (memory_db.struck): strike or undo it again
+            self.undo_strike_entry(entry, actor=actor)
+            with self._engine.connect() as conn:
+                current = self._row(conn, namespace, entry.memory_id)
+            return memory_from_row(current) if current is not None else None
         before, after = (self._snapshot(entry, side, namespace) for side in ("before", "after"))
 
         def work(conn: Connection, stored_vectors: VectorTransaction) -> Memory | None:

@@ -118,6 +118,34 @@ learner_leases = Table(
     Column("fence_token", BigInteger, nullable=False, server_default="0"),
 )
 
+# Sources a person struck as wrong, per namespace (memory_db.struck): a passage by its stable key
+# (backend.tools.struck) or a memory ("memory:<id>"). A struck source is not retrieved in its namespace
+# while `active`; undoing the strike clears `active` and keeps the row, so undoing that brings it back.
+# `strike_history_id` / `unstrike_history_id`: the memory_history entries that record the last strike
+# and its undo on `memory_id` (the struck memory, or the memory of the run whose citation was struck).
+struck_sources = Table(
+    "struck_sources",
+    metadata,
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("namespace", String(200), nullable=False),
+    Column("key", String(1000), nullable=False),
+    Column("kind", String(16), nullable=False),  # "passage" | "memory"
+    Column("title", Text, nullable=False),
+    Column("source", String(200), nullable=False),
+    Column("url", Text, nullable=True),
+    Column("sentence", Text, nullable=True),
+    Column("memory_id", String(36), nullable=True),
+    Column("run_id", String(200), nullable=True),
+    Column("actor", String(200), nullable=False),
+    Column("active", Boolean, nullable=False),
+    Column("strike_history_id", BigInteger, nullable=True),
+    Column("unstrike_history_id", BigInteger, nullable=True),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+    UniqueConstraint("namespace", "key", name="uq_struck_sources_namespace_key"),
+    sqlite_autoincrement=True,
+)
+
 # Wrong-password counts per sign-in key ("user:NAME", "address:IP"), shared by every app process
 # (memory_db.login_failures); times are seconds since the epoch.
 login_failures = Table(

@@ -7,7 +7,7 @@ from sqlalchemy import Connection, select
 from .errors import InvalidMemoryError
 from .records import MODALITIES, ContrastiveMemories, Memory, ScoredMemory, modality_for
 from .rows import MEMORY_COLUMNS, memory_from_row, row_problem
-from .schema import memories
+from .schema import memories, struck_sources
 from .scoring import CAPTION_WEIGHT, SIMILARITY_WEIGHT, WIN_RATE_WEIGHT
 from .store_base import StoreBase
 from .validation import check_namespace, check_question_type, check_scoring_weights, check_text
@@ -54,13 +54,26 @@ class Searching(StoreBase):
         weights = {"similarity_weight": similarity_weight, "win_rate_weight": win_rate_weight,
                    "caption_weight": caption_weight}
         with self._engine.connect() as conn:
+            struck = self._struck_memory_ids(conn, namespace)
+            # struck memories are never retrieved: rank past them, then page over the rest
             successful, failed = self._vectors.search(
-                conn, namespace, modality, question_vector, caption_vector, k=k, offset=offset,
+                conn, namespace, modality, question_vector, caption_vector,
+                k=k + offset + len(struck) if struck else k, offset=0 if struck else offset,
                 question_type=question_type, min_similarity=min_similarity, **weights)
             by_row = self._memories_by_row_id(conn, namespace, [r.row_id for r in successful + failed])
         def scored(ranked):
-            return [ScoredMemory(by_row[r.row_id], r.similarity, r.score) for r in ranked if r.row_id in by_row]
+            kept = [ScoredMemory(by_row[r.row_id], r.similarity, r.score) for r in ranked if r.row_id in by_row]
+            if not struck:
+                return kept
+            return [s for s in kept if s.memory.id not in struck][offset:offset + k]
         return ContrastiveMemories(successful=scored(successful), failed=scored(failed))
+
+    @staticmethod
+    def _struck_memory_ids(conn: Connection, namespace: str) -> frozenset[str]:
+        rows = conn.execute(select(struck_sources.c.memory_id).where(
+            struck_sources.c.namespace == namespace, struck_sources.c.kind == "memory",
+            struck_sources.c.active.is_(True))).scalars().all()
+        return frozenset(rows)
 
     def _memories_by_row_id(self, conn: Connection, namespace: str, row_ids: list[int]) -> dict[int, Memory]:
         if not row_ids:

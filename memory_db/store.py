@@ -3,7 +3,7 @@
 Rows live in SQLite or PostgreSQL (SQLAlchemy Core); each namespace's vectors live in this process
 or, on PostgreSQL with pgvector, in the rows (memory_db.vector_backend). The store is composed of
 one part per idea: adding, searching, reading, curation, outcomes and verdicts, history and undo,
-import and export, the learning queue and lease. All writes of one process go through one lock.
+import and export, the learning queue and lease, sources struck as wrong. All writes of one process go through one lock.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from .pgvector import enable_vectors
 from .queue_and_lease import QueueAndLease
 from .reading import Reading
 from .searching import Searching
+from .struck import StruckSources
 from .vector_backend import (BYTE_COLUMNS, VECTOR_COLUMNS, DatabaseVectors, EmbeddingColumns, InProcessVectors,
                              VectorBackend)
 from .vector_index import IndexSettings, NamespaceIndex
@@ -32,7 +33,8 @@ from .vector_index import IndexSettings, NamespaceIndex
 log = logging.getLogger(__name__)
 
 
-class MemoryStore(Adding, Searching, Reading, Curation, QueueAndLease, Outcomes, HistoryAndUndo, ImportExport):
+class MemoryStore(Adding, Searching, Reading, Curation, QueueAndLease, Outcomes, HistoryAndUndo, ImportExport,
+                  StruckSources):
     """Stores, scores and retrieves workflow memories, partitioned by namespace."""
 
     def __init__(

@@ -29,7 +29,8 @@ MAX_LINE_BYTES = 1_000_000
 MAX_INTEGER_DIGITS = 20  # longer integer literals are refused by field, before Python's own limit
 HISTORY_FIELDS = {"type", "id", "memory_id", "namespace", "action", "before", "after", "actor", "created_at"}
 MAX_ACTOR_CHARS = 200
-HISTORY_ACTIONS = {"add", "replace", "merge", "outcome", "edit", "relabel", "pin", "unpin", "delete", "evict", "undo", "import"}
+HISTORY_ACTIONS = {"add", "replace", "merge", "outcome", "edit", "relabel", "pin", "unpin", "delete", "evict", "undo", "import",
+                   "strike", "unstrike"}
 
 
 @dataclass
