@@ -56,6 +56,7 @@ def build_runtime(config: Config, *, progress: bool = True, dense_in_background:
     models = {role: make_chat_model(config, role, progress=progress) for role in config.roles}
     embedder = get_embedder()
     documents = document_store(config, embedder) if with_documents else None
+    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     tools = build_tools(
         cache_dir=config.index_cache_dir,
         web_enabled=config.search.web,
@@ -66,9 +67,9 @@ def build_runtime(config: Config, *, progress: bool = True, dense_in_background:
         image_min_similarity=config.agent.caption_min_similarity,
         dense_in_background=dense_in_background,
         documents=documents,
+        struck=store.struck_keys,  # each namespace's search leaves out the passages struck there
         extra=[CalculatorTool()] if config.search.calculator else [],
     )
-    store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     runlog = RunLog(config.runs_dir)
     agent = ResearchAgent(config, models=models, tools=tools, store=store, runlog=runlog)
     return Runtime(config=config, agent=agent, store=store, runlog=runlog, documents=documents)

@@ -8,7 +8,7 @@ and `visit` only when web access is enabled, `image_search` when there are image
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,13 +37,15 @@ def build_tools(
     image_min_similarity: float = 0.0,
     dense_in_background: bool = False,
     documents: DocumentStore | None = None,
+    struck: Callable[[str], Collection[str]] | None = None,
     extra: Iterable[Tool] = (),
 ) -> dict[str, Tool]:
     """The research tools: the wiki search (with the user's documents), web search and page visits
-    when online, image search, and `extra` tools of your own; every tool's schema is checked here."""
+    when online, image search, and `extra` tools of your own; every tool's schema is checked here.
+    `struck(namespace)`: the keys of the passages struck as wrong in a namespace, which its search leaves out."""
     index = WikiIndex.load_or_build(Path(cache_dir), progress=progress, embedder=embedder,
                                     dense_in_background=dense_in_background)
-    tools: list[Tool] = [WikiSearchTool(index, documents)]
+    tools: list[Tool] = [WikiSearchTool(index, documents, struck=struck)]
     if web_enabled:
         tools += [WebSearchTool(), VisitTool(allow_private=visit_allow_private)]
     image_folders = [folder for folder in (demo_images_dir(), image_index_dir) if folder is not None]
