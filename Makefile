@@ -24,7 +24,7 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # pytest exits 5 when a selection holds no test (e.g. PYTEST_ARGS names only non-verl tests).
 NO_TESTS_OK := || test $$? -eq 5
 
-.PHONY: install install-train run test test-fast test-verl prepare bench clean-cache
+.PHONY: install install-train run test test-fast test-verl prepare reader bench clean-cache
 
 # $(call make-env,VENV_DIR,REQUIREMENTS_FILE): create the venv if needed, install, stamp.
 define make-env
@@ -51,6 +51,12 @@ run: install
 
 prepare: install
 	$(PY) -m app prepare
+
+# The Executor stage on this CPU: the reader's examples, then its LoRA (hours; run again to resume).
+READER_CONFIG ?= training/configs/reader_qwen_cpu.yaml
+reader: install
+	$(PY) -m training reader-data --out .mia/reader/examples.jsonl
+	$(PY) -m training reader --config $(READER_CONFIG)
 
 # The whole suite in .venv, except the tests marked `verl`, which run in .venv-train; both must pass.
 test: install install-train

@@ -234,6 +234,18 @@ def write_adapter(output: Path, *, base_gguf: Path | None, data_sha256: str, com
                              "weights_dtype": settings.weights_dtype})
 
 
+def check_same_examples(output: Path, data_sha256: str) -> None:
+    """A run resumes only on the examples it started on."""
+    log = output / LOG_FILE
+    starts = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()
+              if '"event": "start"' in line] if log.is_file() else []
+    if starts and starts[0].get("data_sha256") != data_sha256:
+        raise ReaderDataError(
+            f"{output} was started on examples with sha256 {starts[0].get('data_sha256', '?')[:16]}..., and the examples "
+            f"now have {data_sha256[:16]}...: resuming would mix two datasets. Give a new --output-dir, or delete "
+            f"{output} to start over.")
+
+
 def train_reader(settings: SFTSettings, *, command: str = "", progress: bool = True) -> Path:
     """Trains (or resumes) the reader's LoRA; returns the output folder, which then holds adapter/,
     adapter.gguf (where the base came from a GGUF) and manifest.json."""
@@ -265,6 +277,9 @@ def train_reader(settings: SFTSettings, *, command: str = "", progress: bool = T
     ReaderTrainer = _reader_trainer_class()
     steps_per_epoch = math.ceil(len(train) / settings.gradient_accumulation)
     total_steps = max(1, math.ceil(steps_per_epoch * settings.epochs))
+    started_before = (output / CHECKPOINTS).is_dir() and any((output / CHECKPOINTS).iterdir())
+    if started_before:
+        check_same_examples(output, stats["data_sha256"])
     append_log(output, {"event": "start", "time": time.time(), "base": str(model_dir), **stats, "total_steps": total_steps})
 
     class StepLog(TrainerCallback):

@@ -190,3 +190,15 @@ def test_settings_are_checked_key_by_key(tmp_path):
     with pytest.raises(ConfigError, match="unknown key 'learning_rat'"):
         load_sft_settings(bad)
     assert load_sft_settings(REPO / "training/configs/reader_qwen_cpu.yaml").model == "qwen"
+
+
+def test_a_run_resumes_only_on_the_examples_it_started_on(tmp_path):
+    from training.reader_data import ReaderDataError
+
+    data = tmp_path / "examples.jsonl"
+    write_rows(example_rows(4), data)
+    settings = settings_for(tmp_path, data, epochs=1.0, save_steps=1, validation_examples=0)
+    train_reader(settings, command="test", progress=False)
+    write_rows(example_rows(6), data)  # other examples, same file
+    with pytest.raises(ReaderDataError, match="resuming would mix two datasets"):
+        train_reader(settings, command="test", progress=False)
