@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from backend.llm.base import ChatModel, Choice, Completion
+from backend.llm.decoding import STOP_POLL_SECONDS, stopping_when
 
 
 @dataclass
@@ -60,7 +61,9 @@ class StopRequested(Exception):
 
 class MeteredModel:
     """A ChatModel that records every call in a RunMeter under a role name. With `stop_requested`,
-    a call made after the run was stopped raises StopRequested instead of reaching the model."""
+    a call made after the run was stopped raises StopRequested instead of reaching the model, and a
+    call under way when it is stopped is left at once (a local model's decoding stops at its next
+    token; a choice finishes on its own thread, unread) and raises StopRequested."""
 
     def __init__(self, model: ChatModel, meter: RunMeter, role: str, stop_requested: Callable[[], bool] | None = None) -> None:
         self.model, self.meter, self.role = model, meter, role
@@ -75,25 +78,55 @@ class MeteredModel:
 
     def generate(self, messages: list[dict], **kwargs) -> Completion:
         self._check_stop()
-        completion = self.model.generate(messages, **kwargs)
+        with stopping_when(self.stop_requested):
+            completion = self.model.generate(messages, **kwargs)
         self.meter.add_llm(self.role, completion.seconds, completion.prompt_tokens, completion.completion_tokens,
                            completion.cached_tokens)
+        self._check_stop()  # a call cut short by Stop holds no usable text
         return completion
 
     def stream(self, messages: list[dict], **kwargs) -> Iterator[str | Completion]:
         self._check_stop()
-        for item in self.model.stream(messages, **kwargs):
+        items = iter(self.model.stream(messages, **kwargs))
+        while True:
+            with stopping_when(self.stop_requested):  # around each step: the consumer reads it while it waits
+                item = next(items, None)
+            if item is None:
+                return
             if isinstance(item, Completion):
                 self.meter.add_llm(self.role, item.seconds, item.prompt_tokens, item.completion_tokens,
                                    item.cached_tokens)
+                self._check_stop()
             yield item
 
     def choose(self, messages: list[dict], options: Sequence[str], **kwargs) -> Choice:
         self._check_stop()
         start = time.perf_counter()
-        choice = self.model.choose(messages, options, **kwargs)
+        choice = (self.model.choose(messages, options, **kwargs) if self.stop_requested is None
+                  else self._choose_until_stopped(messages, options, kwargs))
         self.meter.add_llm(self.role, time.perf_counter() - start)
         return choice
+
+    def _choose_until_stopped(self, messages: list[dict], options: Sequence[str], kwargs: dict) -> Choice:
+        """The choice made on a thread of its own while this one watches for Stop: scoring the options
+        reads the whole prompt, which no token boundary interrupts."""
+        outcome: list = []
+        done = threading.Event()
+
+        def choose() -> None:
+            try:
+                outcome.append(self.model.choose(messages, options, **kwargs))
+            except BaseException as exc:  # raised again in the caller
+                outcome.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=choose, name=f"choose-{self.role}", daemon=True).start()
+        while not done.wait(STOP_POLL_SECONDS):
+            self._check_stop()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
 
     def count_tokens(self, text: str) -> int:
         return self.model.count_tokens(text)

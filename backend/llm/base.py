@@ -30,7 +30,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     seconds: float
-    finish_reason: str  # "stop" (EOS or a stop string) | "length"
+    finish_reason: str  # "stop" (EOS or a stop string) | "length" | "cancelled" (the run was stopped)
     # Per-token details, filled only when a backend was asked for them (the local server uses them).
     logprobs: list[TokenLogprob] | None = None
     cached_tokens: int = 0  # prompt tokens a local backend found in its cache instead of reading them again

@@ -12,13 +12,33 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from backend.llm.base import Completion, TokenLogprob
 from backend.llm.stop_strings import find_stop, safe_prefix_length
 
 Emit = Callable[[str], None]
+
+# Whether the run making the call now was stopped (a person's Stop): set by backend.metering around a
+# call, read by the consumer while it waits for the producer. A token of a 1.5B model on two busy
+# cores, or a long prompt read in chunks, takes seconds; waiting for the turn to end kept Stop 13.6 s
+# from the page, so the consumer leaves at once and the producer stops at its next token.
+_STOP_CHECK: ContextVar[Callable[[], bool] | None] = ContextVar("stop_check", default=None)
+STOP_POLL_SECONDS = 0.1
+
+
+@contextmanager
+def stopping_when(check: Callable[[], bool] | None):
+    """Within this block, a local model's call ends (finish_reason "cancelled") soon after `check()` is true."""
+    token = _STOP_CHECK.set(check)
+    try:
+        yield
+    finally:
+        _STOP_CHECK.reset(token)
 
 
 @dataclass
@@ -41,6 +61,8 @@ def collect_text(
     """Consume (token id, detail) pairs until a turn-ending token, a stop string, cancellation or the
     end of the budget; emit the text as it becomes safe to show (never a partial stop string or a
     half-decoded character)."""
+    if cancelled.is_set():  # stopped while waiting for the model: the prompt is not even read
+        return DecodedText(text="", finish_reason="cancelled", produced=0)
     is_end = end_ids if callable(end_ids) else end_ids.__contains__
     ids: list[int] = []
     details: list[TokenLogprob] = []
@@ -85,11 +107,23 @@ def stream_in_thread(produce: Callable[[Emit, threading.Event], Completion], nam
             pieces.put(exc)
 
     threading.Thread(target=run, name=name, daemon=True).start()
+    started, shown = time.perf_counter(), []
     try:
         while True:
-            item = pieces.get()
+            stop = _STOP_CHECK.get()
+            try:
+                item = pieces.get(timeout=STOP_POLL_SECONDS if stop is not None else None)
+            except queue.Empty:
+                if stop():
+                    cancelled.set()
+                    yield Completion(text="".join(shown), prompt_tokens=0, completion_tokens=0,
+                                     seconds=time.perf_counter() - started, finish_reason="cancelled")
+                    return
+                continue
             if isinstance(item, BaseException):
                 raise item
+            if isinstance(item, str):
+                shown.append(item)
             yield item
             if isinstance(item, Completion):
                 return
