@@ -361,8 +361,10 @@ def transcript_of(events: Iterable[Event]) -> TranscriptPage:
 
 
 # Keeps what people opened open while the run streams (Gradio replaces the HTML on each update and
-# drops the `open` attributes it did not send), makes a citation mark open its passage, and asks the
-# server for a document passage (the `open_source` event, with its doc:// locator).
+# drops the `open` attributes it did not send), makes a citation mark open its passage and asks the
+# server for its source beside the answer (the `open_citation` event, with the citation's key; a
+# document button inside a citation does the same), and asks for a trace line's document passage (the
+# `open_source` event, with its doc:// locator).
 KEEP_OPEN_JS = """
 const opened = new Set();
 const keyOf = (d) => d.getAttribute('data-key');
@@ -370,7 +372,9 @@ element.addEventListener('click', (event) => {
   const doc = event.target.closest('[data-doc]');
   if (doc && element.contains(doc)) {
     event.preventDefault();
-    trigger('open_source', {locator: doc.getAttribute('data-doc')});
+    const cited = doc.closest('details.citation[data-key]');
+    if (cited) trigger('open_citation', {key: keyOf(cited)});
+    else trigger('open_source', {locator: doc.getAttribute('data-doc')});
     return;
   }
   const mark = event.target.closest('[data-cite]');
@@ -385,6 +389,7 @@ element.addEventListener('click', (event) => {
       setTimeout(() => panel.classList.remove('flash'), 1500);
       panel.scrollIntoView({block: 'nearest'});
     }
+    trigger('open_citation', {key: key});
     return;
   }
   const summary = event.target.closest('summary');

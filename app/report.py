@@ -154,6 +154,7 @@ def feedback_lines(feedback: FeedbackItem) -> list[str]:
     return lines + [""]
 
 
+APPENDIX = "# Appendix: the run log"
 STATUS_WORDS = {
     "final": "final (after reflection)",
     "stopped": "stopped by the user: the answer so far, not judged, no memory stored",
@@ -178,10 +179,15 @@ def image_lines(started: RunStarted | None) -> list[str]:
     return lines + [""]
 
 
-def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = None) -> str:
-    """The run as a Markdown report: question, answer, citations with the passages they cite, the
-    plan(s), the steps, reflection, verdict and memory. `feedback`: a person's later verdict, with the
-    right answer they typed (marked as theirs, with who and when)."""
+def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = None,
+                    follow_ups: Sequence[Sequence[Event]] = ()) -> str:
+    """The run as a Markdown report that reads as a brief (app.brief: the question, the answer, how it
+    was found with a citation for each finding, what stays unverified, the thread's `follow_ups`, each
+    a run's events), then the run log as an appendix: answer, citations with the passages they cite,
+    the plan(s), the steps, reflection, verdict and memory. `feedback`: a person's later verdict, with
+    the right answer they typed (marked as theirs, with who and when)."""
+    from app.brief import brief_markdown, compose_brief
+
     events = [e for e in events if not isinstance(e, TextDelta)]
     record = replay(events)
     passages = retrieved_passages(events)
@@ -196,6 +202,8 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
     if started is not None and started.ground_truth:
         lines.append(f"- Right answer given: {escape_markdown_file(started.ground_truth)}")
     lines.append("")
+    lines += brief_markdown(compose_brief([events, *follow_ups], feedback=feedback))
+    lines += [APPENDIX, ""]
     lines += image_lines(started)
 
     answer = record.last_answer_event

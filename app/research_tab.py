@@ -1,27 +1,31 @@
 """The research view: ask (Enter or Research), see the answer first (marked working… until the run
-is final) with numbered sources that open their passage (a document's, from the caller's own
-documents), the trace below it one line per step, then feedback; stop a run, download its report,
-reopen past runs. A run whose page closes finishes in the background, into History."""
+is final) with numbered sources; a source opens beside the answer with its cited sentence
+highlighted (a document's page from the caller's own documents, a PDF page as an image with the
+sentence marked: app/source_view.py), and can be struck as wrong, undone, and the question
+re-answered without it. The trace below the answer, one line per step, then feedback; stop a run,
+download its report (Markdown, PDF, JSON), reopen past runs. A run whose page closes finishes in the
+background, into History."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import closing
 from datetime import datetime
 
 import gradio as gr
 
-from app.documents_tab import open_source
 from app.escaping import escape_markdown
 from app.render_html import KEEP_OPEN_JS, RESEARCH_CSS, TranscriptPage, transcript_of
-from app.report import source_label, write_report_files
+from app.report import write_report_files
+from app.report_pdf import write_report_pdf
+from app.source_view import SOURCE_CSS, SourceView, open_citation, open_locator, page_images
 from app.session import RUNS_AT_ONCE, AppContext, ReadOnlyModeError
 from app.transcript import RunLimits, RunTranscript
 from backend.agent import RunRequest
-from backend.documents.naming import LOCATOR_SCHEME
 from backend.events import RunFinished, TextDelta
 from backend.feedback_queue import FeedbackItem
 from backend.feedback import FeedbackError, submit_feedback
@@ -205,6 +209,28 @@ class ActiveRuns:
             return session in self._runs
 
 
+class ShownRuns:
+    """The run each page (Gradio session) shows, so that a citation clicked on it opens from the
+    server's own copy of the run, live or reopened; the oldest pages are forgotten first."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._runs: OrderedDict[str, RunTranscript] = OrderedDict()
+        self._lock = threading.Lock()
+        self._size = size
+
+    def show(self, session: str, transcript: RunTranscript) -> None:
+        with self._lock:
+            self._runs[session] = transcript
+            self._runs.move_to_end(session)
+            while len(self._runs) > self._size:
+                self._runs.popitem(last=False)
+
+    def get(self, session: str, run_id: str) -> RunTranscript | None:
+        with self._lock:
+            transcript = self._runs.get(session)
+        return transcript if transcript is not None and transcript.run_id == run_id else None
+
+
 DELTA_INTERVAL_S = 0.3  # streamed text updates the page at most this often
 STOP_NOTE = "Stopping: the run ends before its next model call, with the answer so far."
 
@@ -282,44 +308,39 @@ class QuestionRun:
             self.ended.set()
 
 
-SOURCE_HELP = "A document passage an answer cites opens here (from your own documents, or the shared ones)."
-
-
-def open_cited_source(ctx: AppContext, request: gr.Request | None, locator: object) -> tuple[str | None, str]:
-    """A doc:// passage a citation or a trace line points at, read from the caller's own namespace (or
-    the shared collections), never one the page names: (the file for the caller alone or None, the
-    passage as Markdown: file, page, text; or why it cannot be opened)."""
-    if not isinstance(locator, str) or not locator.startswith(LOCATOR_SCHEME) or len(locator) > 2000:
-        return None, "⚠️ That is not a document passage's locator (doc://<collection>/<file>#page=N)."
-    path, text = open_source(ctx, request, locator)
-    if path is None:
-        return None, text
-    return path, f"**{escape_markdown(source_label({'url': locator}))}**\n\n{text}"
+SOURCE_HELP = "<p>A source an answer cites opens here, its cited sentence highlighted.</p>"
+STRUCK_NOTE = "You struck this source as wrong: it is not retrieved for your questions until you undo the strike."
 
 
 def _session(request: gr.Request | None) -> str:
     return str(getattr(request, "session_hash", None) or "no-session")
 
 
-def report_downloads(ctx: AppContext, transcript: RunTranscript, user: str):
-    """The run's Markdown report and JSON, written for `user` alone; DownloadButton updates."""
+def report_downloads(ctx: AppContext, transcript: RunTranscript, user: str, namespace: str | None = None):
+    """The run's Markdown report, PDF report and JSON, written for `user` alone; DownloadButton
+    updates. With `namespace` (the caller's), the PDF shows each cited page of their own PDFs."""
+    hidden = (gr.DownloadButton(visible=False),) * 3
     if transcript.started is None:  # a refused question has nothing to report
-        return gr.DownloadButton(visible=False), gr.DownloadButton(visible=False)
+        return hidden
     try:
         folder = ctx.files.new_folder(user)
         md_path, json_path = write_report_files(transcript.events, folder, feedback=transcript.feedback)
+        images = page_images(ctx, namespace, transcript) if namespace is not None else {}
+        pdf_path = write_report_pdf(transcript.events, folder, feedback=transcript.feedback, page_images=images)
     except OSError as exc:
         log.warning("the report of run %s was not written: %s", transcript.run_id, exc)
-        return gr.DownloadButton(visible=False), gr.DownloadButton(visible=False)
-    for path in (md_path, json_path):
+        return hidden
+    for path in (md_path, pdf_path, json_path):
         ctx.files.grant(path, user)  # served to this user alone
-    return (gr.DownloadButton(value=str(md_path), visible=True), gr.DownloadButton(value=str(json_path), visible=True))
+    return tuple(gr.DownloadButton(value=str(path), visible=True) for path in (md_path, pdf_path, json_path))
 
 
 def build_research_tab(ctx: AppContext):
     """Builds the view inside the current Blocks; returns (load_history, history table) for page load."""
     run_id = gr.State(None)
+    opened = gr.State({})  # the source open beside the answer, as a strike needs it (app.source_view)
     active = ActiveRuns()
+    shown = ShownRuns()
     with gr.Row():
         with gr.Column(scale=3):
             question = gr.Textbox(label="Question (Enter researches it)", lines=1, max_lines=4,
@@ -341,16 +362,28 @@ def build_research_tab(ctx: AppContext):
                             type="filepath", elem_id="image")
             caption = gr.Textbox(label="What the image shows (optional)", elem_id="caption")
 
-    answer_box = gr.HTML(TranscriptPage().answer_html(), elem_id="answer-box", js_on_load=KEEP_OPEN_JS,
-                         css_template=RESEARCH_CSS)
-    with gr.Row(elem_id="downloads"):
-        report_md = gr.DownloadButton("⬇ Report (Markdown)", visible=False, size="sm", scale=0, min_width=200,
-                                      elem_id="download-report")
-        report_json = gr.DownloadButton("⬇ Run (JSON)", visible=False, size="sm", scale=0, min_width=160,
-                                        elem_id="download-json")
-    with gr.Group(visible=False, elem_id="source-view") as source_view:
-        source_text = gr.Markdown(SOURCE_HELP, elem_id="source-text")
-        source_file = gr.File(label="The document", interactive=False, elem_id="source-file")
+    with gr.Row(elem_id="answer-row", equal_height=False):
+        with gr.Column(scale=3, min_width=420):
+            answer_box = gr.HTML(TranscriptPage().answer_html(), elem_id="answer-box", js_on_load=KEEP_OPEN_JS,
+                                 css_template=RESEARCH_CSS)
+            with gr.Row(elem_id="downloads"):
+                report_md = gr.DownloadButton("⬇ Report (Markdown)", visible=False, size="sm", scale=0,
+                                              min_width=200, elem_id="download-report")
+                report_pdf = gr.DownloadButton("⬇ Report (PDF)", visible=False, size="sm", scale=0, min_width=170,
+                                               elem_id="download-pdf")
+                report_json = gr.DownloadButton("⬇ Run (JSON)", visible=False, size="sm", scale=0, min_width=160,
+                                                elem_id="download-json")
+        # A cited source opens here, beside the answer, its sentence highlighted.
+        with gr.Column(scale=2, min_width=320, visible=False, elem_id="source-view") as source_view:
+            source_text = gr.HTML(SOURCE_HELP, elem_id="source-text", css_template=SOURCE_CSS)
+            with gr.Row():
+                strike = gr.Button("✗ This source is wrong", variant="stop", size="sm", visible=False,
+                                   elem_id="strike-source")
+                unstrike = gr.Button("Undo the strike", size="sm", visible=False, elem_id="unstrike-source")
+                reanswer = gr.Button("Re-answer without it", variant="primary", size="sm", visible=False,
+                                     elem_id="reanswer")
+            strike_result = gr.Markdown(elem_id="strike-result")
+            source_file = gr.File(label="The document", interactive=False, elem_id="source-file")
 
     gr.Markdown("**Research trace**: one line per step; click a line for its details.")
     trace = gr.HTML(TranscriptPage().trace_html(), elem_id="trace", js_on_load=KEEP_OPEN_JS, css_template=RESEARCH_CSS)
@@ -379,18 +412,19 @@ def build_research_tab(ctx: AppContext):
     def start_run(request: gr.Request):
         """At once, before the run waits for a free slot: the buttons, and the answer box marked working…"""
         if active.running(_session(request)):
-            return gr.update(), gr.update(), "A run is already under way on this page: stop it or wait for it.", gr.update(), gr.update(), gr.update()
+            return (gr.update(), gr.update(), "A run is already under way on this page: stop it or wait for it.",
+                    *(gr.update(),) * 4)
         waiting = ('<div class="answer-box working" data-state="working"><div class="answer-head">'
                    '<span class="answer-badge badge-working">working…</span></div>'
                    '<div class="answer-text pending">Starting the run…</div></div>')
         return (gr.Button(interactive=False), gr.Button(interactive=True), "", waiting,
-                gr.DownloadButton(visible=False), gr.DownloadButton(visible=False))
+                *(gr.DownloadButton(visible=False),) * 3)
 
     def run_question(q: str, img: str | None, cap: str, gt: str, request: gr.Request):
         session = _session(request)
         stop_switch = active.begin(session)
         if stop_switch is None:  # this page already has a run under way; leave its view alone
-            yield (gr.update(),) * 6
+            yield (gr.update(),) * 7
             return
         limits = run_limits(ctx)
         user = ctx.user_of(request)
@@ -400,16 +434,19 @@ def build_research_tab(ctx: AppContext):
         try:
             question_run = QuestionRun(ctx, run, stop_switch)
             transcript = question_run.transcript
+            shown.show(session, transcript)
             try:
                 # closing(): when the page goes away, Gradio closes this generator, and the run goes on
                 # in the background (QuestionRun.follow) instead of stopping unlogged in the middle.
                 with closing(question_run.follow()) as updates:
                     for _ in updates:
-                        yield *views(transcript, limits), transcript.run_id, "", hidden, hidden
+                        yield *views(transcript, limits), transcript.run_id, "", hidden, hidden, hidden
             except Exception as exc:  # the agent reports its own errors as events; this is a last guard
                 log.exception("run failed outside the agent")
                 transcript.note(f"The run stopped: {exc}", "❌")
-            yield *views(transcript), transcript.run_id, "", *report_downloads(ctx, transcript, user)
+            # the final answer first; the reports (the PDF takes a second) then
+            yield *views(transcript), transcript.run_id, "", hidden, hidden, hidden
+            yield *views(transcript), transcript.run_id, "", *report_downloads(ctx, transcript, user, run.namespace)
         finally:
             active.end(session, stop_switch)
 
@@ -452,33 +489,98 @@ def build_research_tab(ctx: AppContext):
     def after_feedback(current_run: str | None, request: gr.Request):
         """The answer box and the report again, now with the person's verdict and right answer."""
         if not current_run or ctx.read_only:
-            return (gr.update(),) * 3
+            return (gr.update(),) * 4
         try:
             transcript = logged_transcript(ctx.namespace_of(request), current_run)
         except (KeyError, ValueError):
-            return (gr.update(),) * 3
-        return transcript.answer_html(), *report_downloads(ctx, transcript, ctx.user_of(request))
+            return (gr.update(),) * 4
+        if not active.running(_session(request)):
+            shown.show(_session(request), transcript)
+        return transcript.answer_html(), *report_downloads(ctx, transcript, ctx.user_of(request),
+                                                           ctx.namespace_of(request))
+
+    def source_shown(view: SourceView, namespace: str):
+        """The source column's updates: the source, its file, what a strike needs, and the buttons."""
+        key = view.opened.get("key")
+        struck = bool(key) and key in ctx.runtime.store.struck_keys(namespace)
+        return (gr.Column(visible=True), view.html, view.file, view.opened,
+                gr.Button(visible=bool(key) and not struck and not ctx.read_only),
+                gr.Button(visible=struck), gr.Button(visible=struck), STRUCK_NOTE if struck else "")
+
+    def show_citation(evt: gr.EventData, request: gr.Request):
+        """A citation mark clicked in the answer (the page sends the citation's key, run:cite:n): its
+        source beside the answer, read from this page's run (or the caller's own run log)."""
+        data = evt._data if isinstance(evt._data, dict) else {}
+        wanted, _, number = str(data.get("key") or "")[:300].rpartition(":cite:")
+        namespace = ctx.namespace_of(request)
+        transcript = shown.get(_session(request), wanted)
+        if transcript is None and wanted and not ctx.read_only:
+            try:
+                transcript = logged_transcript(namespace, wanted)
+            except (KeyError, ValueError):
+                transcript = None
+        if transcript is None or not number.isdigit():
+            return source_shown(SourceView("<p>⚠️ That run is not open on this page; reopen it from your past "
+                                           "runs.</p>"), namespace)
+        view = open_citation(ctx, namespace, ctx.user_of(request), transcript, int(number))
+        log.info("source [%s] of run %s opened in %.2f s", number, wanted, view.seconds)
+        return source_shown(view, namespace)
 
     def show_source(evt: gr.EventData, request: gr.Request):
-        """A doc:// link clicked in the answer or the trace (the page sends its locator as the event's data)."""
+        """A doc:// link clicked in the trace (the page sends its locator as the event's data)."""
         data = evt._data if isinstance(evt._data, dict) else {}
-        path, text = open_cited_source(ctx, request, data.get("locator"))
-        return gr.Group(visible=True), text, path
+        locator = data.get("locator")
+        view = open_locator(ctx, ctx.namespace_of(request), ctx.user_of(request),
+                            locator if isinstance(locator, str) and len(locator) <= 2000 else "")
+        return source_shown(view, ctx.namespace_of(request))
+
+    def strike_source(source: dict, request: gr.Request):
+        """"This is wrong": the open source is not retrieved again in the caller's namespace."""
+        if not source.get("key"):
+            return "Open a source from the answer's citations first.", *(gr.update(),) * 3
+        namespace = ctx.namespace_of(request)
+        try:
+            ctx.require_writable()
+            memory_id = source.get("memory_id")
+            struck = ctx.runtime.store.strike(
+                source["key"], namespace=namespace, title=source.get("title") or "(untitled)",
+                source=source.get("source") or "", url=source.get("url"), sentence=source.get("sentence"),
+                memory_id=memory_id, run_id=source.get("run_id"), actor=ctx.user_of(request))
+        except (ReadOnlyModeError, MemoryStoreError) as exc:
+            return f"⚠️ {escape_markdown(exc)}", *(gr.update(),) * 3
+        recorded = (" The strike is in the history of this run's memory (the Memory view), with undo."
+                    if struck.strike_history_id is not None else "")
+        return (f"Struck: **{escape_markdown(struck.title)}** is no longer retrieved for your questions. "
+                f"Re-answer the question without it, or undo the strike.{recorded}",
+                gr.Button(visible=False), gr.Button(visible=True), gr.Button(visible=True))
+
+    def unstrike_source(source: dict, request: gr.Request):
+        if not source.get("key"):
+            return "Open a source from the answer's citations first.", *(gr.update(),) * 3
+        try:
+            ctx.require_writable()
+            ctx.runtime.store.unstrike(source["key"], namespace=ctx.namespace_of(request), actor=ctx.user_of(request))
+        except (ReadOnlyModeError, MemoryStoreError) as exc:
+            return f"⚠️ {escape_markdown(exc)}", *(gr.update(),) * 3
+        return (f"Undone: **{escape_markdown(source.get('title'))}** is retrieved again.",
+                gr.Button(visible=True), gr.Button(visible=False), gr.Button(visible=True))
 
     def reopen_run(wanted: str, request: gr.Request):
         wanted = (wanted or "").strip()
         unchanged = (gr.update(),) * 3
         if ctx.read_only:
-            return *unchanged, READ_ONLY_HISTORY, gr.update(), gr.update()
+            return *unchanged, READ_ONLY_HISTORY, *(gr.update(),) * 3
         if active.running(_session(request)):
-            return *unchanged, "A run is under way on this page: stop it (or wait for it) before reopening another.", gr.update(), gr.update()
+            return (*unchanged, "A run is under way on this page: stop it (or wait for it) before reopening another.",
+                    *(gr.update(),) * 3)
         try:
             transcript = logged_transcript(ctx.namespace_of(request), wanted)
         except (KeyError, ValueError):
             return (*unchanged, f"⚠️ No run {escape_markdown(wanted)!s} in your history; pick a run from the table.",
-                    gr.update(), gr.update())
+                    *(gr.update(),) * 3)
+        shown.show(_session(request), transcript)
         return (*views(transcript), wanted, f"Reopened run `{escape_markdown(wanted)}`.",
-                *report_downloads(ctx, transcript, ctx.user_of(request)))
+                *report_downloads(ctx, transcript, ctx.user_of(request), ctx.namespace_of(request)))
 
     def pick_history_row(evt: gr.SelectData) -> str:
         return str(evt.row_value[0]) if evt.row_value else ""
@@ -487,13 +589,25 @@ def build_research_tab(ctx: AppContext):
         return history_rows(ctx, ctx.namespace_of(request))
 
     inputs = [question, image, caption, ground_truth]
-    downloads = [report_md, report_json]
-    (gr.on([ask.click, question.submit], start_run, None, [ask, stop, run_status, answer_box, *downloads],
-           trigger_mode="once", concurrency_limit=None)
-     .then(run_question, inputs, [answer_box, trace, run_id, feedback_result, *downloads],
-           concurrency_limit=RUNS_AT_ONCE, concurrency_id="research")
-     .then(end_run, None, [ask, stop, run_status], concurrency_limit=None)
-     .then(load_history, None, [history]))
+    downloads = [report_md, report_pdf, report_json]
+
+    def research(started):
+        """A question's run, once `started` (start_run) has set the page up."""
+        return (started
+                .then(run_question, inputs, [answer_box, trace, run_id, feedback_result, *downloads],
+                      concurrency_limit=RUNS_AT_ONCE, concurrency_id="research")
+                .then(end_run, None, [ask, stop, run_status], concurrency_limit=None)
+                .then(load_history, None, [history]))
+
+    research(gr.on([ask.click, question.submit], start_run, None, [ask, stop, run_status, answer_box, *downloads],
+                   trigger_mode="once", concurrency_limit=None))
+    # Re-answer the question of the source open beside the answer: the same run chain, its question filled in.
+    research(reanswer.click(lambda source: source.get("question") or gr.update(), [opened], [question],
+                            concurrency_limit=None)
+             .then(start_run, None, [ask, stop, run_status, answer_box, *downloads], concurrency_limit=None))
+    strike_buttons = [strike, unstrike, reanswer]
+    strike.click(strike_source, [opened], [strike_result, *strike_buttons], concurrency_limit=None)
+    unstrike.click(unstrike_source, [opened], [strike_result, *strike_buttons], concurrency_limit=None)
     stop.click(request_stop, None, [stop, run_status], concurrency_limit=None)
     for button, thumbs in ((up, "up"), (down, "down"), (send, None)):
         (button.click(_with_thumbs(give_feedback, thumbs), [run_id, right_answer, comment], [feedback_result])
@@ -502,6 +616,8 @@ def build_research_tab(ctx: AppContext):
     reopen_outputs = [answer_box, trace, run_id, feedback_result, *downloads]
     history.select(pick_history_row, None, [reopen_id]).then(reopen_run, [reopen_id], reopen_outputs)
     reopen.click(reopen_run, [reopen_id], reopen_outputs)
+    source_outputs = [source_view, source_text, source_file, opened, *strike_buttons, strike_result]
+    answer_box.open_citation(show_citation, None, source_outputs, concurrency_limit=None)
     for view in (answer_box, trace):
-        view.open_source(show_source, None, [source_view, source_text, source_file])
+        view.open_source(show_source, None, source_outputs, concurrency_limit=None)
     return load_history, history

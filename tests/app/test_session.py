@@ -84,7 +84,7 @@ def test_a_run_the_app_stopped_in_the_middle_says_so_in_history(runtime):
 
 
 def test_a_document_link_opens_only_the_callers_own_or_a_shared_passage(runtime, tmp_path, embedder):
-    from app.research_tab import open_cited_source
+    from app.source_view import open_locator
     from backend.documents import DocumentStore
 
     notes = tmp_path / "reactors.md"
@@ -97,16 +97,20 @@ def test_a_document_link_opens_only_the_callers_own_or_a_shared_passage(runtime,
     shared = next(passage.url for passage, _ in shared if passage.url.startswith("doc://shared/"))
     ctx = AppContext(runtime, users=users())
 
-    path, text = open_cited_source(ctx, as_user("alice"), own)
+    def opened(user, locator):
+        view = open_locator(ctx, ctx.namespace_of(as_user(user)), user, locator)
+        return view.file, view.html
+
+    path, text = opened("alice", own)
     assert "document reactors.md (collection survey)" in text and "The Quillmoor reactor opened in 1987." in text
     assert path is not None and ctx.files.may_read(path, "alice") and not ctx.files.may_read(path, "root")
-    path, text = open_cited_source(ctx, as_user("root"), own)  # alice's locator, asked for by someone else
+    path, text = opened("root", own)  # alice's locator, asked for by someone else
     assert path is None and "1987" not in text and "yours to read" in text
-    path, text = open_cited_source(ctx, as_user("root"), shared)  # a shared collection opens for everyone
+    path, text = opened("root", shared)  # a shared collection opens for everyone
     assert path is not None and "shared collection common" in text and "1987" in text
-    for junk in (None, 42, "https://example.org", "doc://../../etc/passwd", "doc://" + "a/" * 2000):
-        path, text = open_cited_source(ctx, as_user("alice"), junk)
-        assert path is None and text.startswith("⚠️")
+    for junk in ("", "https://example.org", "doc://../../etc/passwd", "doc://" + "a/" * 2000):
+        path, text = opened("alice", junk)
+        assert path is None and "⚠️" in text and "1987" not in text
 
 
 def test_after_feedback_the_page_promises_learning_only_while_the_learner_runs(learning_runtime):
