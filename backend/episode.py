@@ -48,14 +48,19 @@ from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
+from backend.answer_kind import (OPTION, YES_NO, is_of_kind, kind_asked, not_of_kind_answer, says_not_of_kind, span_of_kind,
+                                 what_it_is)
 from backend.hops import (Hop, answering_hop, fill, hops_from, reading_example, subjects_of, weakest,
                           worked_examples_shown, yes_no_answer)
 from backend.image_gaps import gap_query, image_heading
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
+from backend.tools.text_ranking import tokenize
 from memory_db.lifecycle import is_verified
 
 ROLES = ("planner", "executor", "manager", "judge")
+DOCUMENT_SOURCE = "doc:"  # the source of a passage of the person's own documents (backend.documents)
+DOCUMENT_MATCH = 0.6  # share of a question's content words a document passage holds to be researched first
 
 
 @dataclass(frozen=True)
@@ -335,6 +340,8 @@ class EpisodeLoop:
             outcome = self.outcome
         else:
             yield from self._research(episode, planner, successful, failed, caption, run_tools, deadline)
+        if taught is None and not outcome.from_image_text and outcome.session is not None:
+            yield from self._of_the_kind_asked(question, deadline)
         answer = outcome.answer
 
         if episode.ground_truth:
@@ -346,6 +353,45 @@ class EpisodeLoop:
         else:
             verdict = self.judge.evaluate_without_ground_truth(question, answer, outcome.session.passages)
         yield from self._finish(episode, outcome, verdict, manager, caption, successful + failed)
+
+    def _of_the_kind_asked(self, question: str, deadline: float) -> Iterator[Event]:
+        """An answer of another kind than the question asks for (backend.answer_kind: "Pennsylvania", a
+        state, for "In which country ...?") is not given as the answer. The place it names is searched
+        once more (its page names the country it is in), the answer is read again, told that it is not
+        that one, and where the reading is still of another kind, a name of the kind asked that a
+        retrieved sentence gives beside the first answer is taken ("... a state in the United States").
+        When none is found, the answer says what was found and that it is not what was asked."""
+        outcome = self.outcome
+        session, answer = outcome.session, outcome.answer
+        kind = kind_asked(question)
+        if kind is None or not answer.strip() or is_of_kind(kind, answer) or says_not_of_kind(answer):
+            return
+        found = what_it_is(answer) or "an answer of another kind"
+        yield Recovery(self.run_id, turn=session.turn_count, reason=f"{answer!r} is {found}; the question asks for "
+                       f"{not_of_kind_answer(kind, answer).rsplit('; not ', 1)[1]}",
+                       action="searching it once more and reading the answer again")
+        search = session.search_tool()
+        if (search is not None and what_it_is(answer) is not None and not session.limit_reached(deadline)
+                and answer.casefold() not in session.searched_queries()):
+            yield from session.search(search.name, answer)
+        again = ""
+        if kind.name not in (OPTION, YES_NO) and not session.limit_reached(deadline):
+            again = yield from session.read_again(question, not_this=answer)
+        if again and is_of_kind(kind, again) and stating_sentence(again, question, session.passages):
+            better, how = again, f"read again: {again!r}"
+        else:
+            beside = [(span, f"{title}: {sentence}") for title, sentence in session.sentences_naming(answer)
+                      if (span := span_of_kind(kind, sentence))]
+            better = beside[0][0] if beside else None
+            how = (f"{better!r}, which a retrieved sentence gives beside {answer!r}" if better
+                   else "nothing of that kind found: the answer says so")
+            if better:
+                session.add_derived_hop(f"Which {kind.name} is {answer} in?", better, beside[0][1])
+            better = better or not_of_kind_answer(kind, answer)
+        yield Recovery(self.run_id, turn=session.turn_count, reason=f"the answer must be {kind.name}", action=how)
+        yield session.answer_with(better)
+        yield from session.report_steps()
+        outcome.answer = better
 
     def _research_candidates(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
                              caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
@@ -488,8 +534,17 @@ class EpisodeLoop:
         (ExecutorSession.research_as_question), with no replan."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
         worked = ""
+        in_document = (self._document_stating(question, run_tools)
+                       if episode.plan_steps is None and candidate is None else None)
         if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1): its hops as written
             subquestions = list(episode.plan_steps)
+        elif in_document is not None:
+            plan = PlanReady(run_id, text=f"1. {question}", steps=[question], planner_model="",
+                             chosen=f"one of your documents matches the question ({in_document}): researched as one "
+                                    "hop first, without the Planner")
+            outcome.plans.append(plan)
+            yield plan
+            subquestions = [question]
         else:
             first_planner = self._first_planner(planner, successful, failed)
             worked = (episode.memory_text if episode.memory_text is not None
@@ -516,8 +571,9 @@ class EpisodeLoop:
             yield from session.research_as_question(hops[0], question, max_turns=s.max_turns, deadline=deadline)
             outcome.first_answer = outcome.answer = session.answer
             outcome.plan_steps = [hops[0].template]
-            if (s.decompose_unstated and self.method.reflects and s.reflections and episode.plan_steps is None
-                    and not hops[0].stated and not closed_options(question) and not session.limit_reached(deadline)):
+            if ((s.decompose_unstated or in_document is not None) and self.method.reflects and s.reflections
+                    and episode.plan_steps is None and not hops[0].stated and not closed_options(question)
+                    and not session.limit_reached(deadline)):
                 yield from self._decompose_unstated(session, planner, question, worked, caption, deadline)
             return
         yield from self._research_hops(session, hops, deadline)
@@ -542,6 +598,27 @@ class EpisodeLoop:
         yield from session.report_steps()
         outcome.plan_steps = [hop.template for hop in hops]
         outcome.answer = answer
+
+    def _document_stating(self, question: str, run_tools: dict) -> str | None:
+        """The title of a passage of the person's own documents that most of the question's words stand
+        in (DOCUMENT_MATCH of its content words), found by one search of the question; None without
+        documents or such a passage. Its answer is then researched as one hop first: planned by the
+        Planner, a one-hop document question had become two hops and 15 model calls."""
+        search = next((t for t in run_tools.values() if t.capabilities.reads_documents and t.capabilities.query_argument),
+                      None)
+        wanted = set(tokenize([question])[0])
+        if search is None or not wanted:
+            return None
+        start = time.perf_counter()
+        result = search({search.capabilities.query_argument: [question]})
+        self.meter.add_tool(time.perf_counter() - start)
+        for passage in result.passages if result.ok else []:
+            if not (passage.source or "").startswith(DOCUMENT_SOURCE):
+                continue
+            held = wanted & set(tokenize([f"{passage.title} {passage.text}"])[0])
+            if len(held) >= DOCUMENT_MATCH * len(wanted):
+                return passage.title
+        return None
 
     def _decompose_unstated(self, session: ExecutorSession, planner: Planner, question: str, worked: str,
                             caption: str | None, deadline: float) -> Iterator[Event]:

@@ -211,11 +211,36 @@ def _best_sentence(passage: dict, query: str, max_chars: int) -> str:
     return (sentences[ranked[0][0]] if ranked else sentences[0])[:max_chars]
 
 
-def citations(answer: str, question: str, passages: list[dict], *, limit: int = 3, max_chars: int = 240) -> list[dict]:
+_NOT_ABOUT = frozenset(tokenize(["which what who whom whose when where why how many much name"])[0])
+
+
+def is_about(sentence: str, title: str, asked: list[str], answer: str) -> bool:
+    """Whether a sentence stating `answer` says it about what one of the `asked` questions asks: beside
+    the answer's own words, it (with its page's title) names something the question names (most of a
+    name's words), or holds two of the question's content words (all of them, if it has fewer). A
+    document's "27" beside a wiki lake 27 metres deep, or "318" in "Nevada State Route 318", shares
+    only the number with the question."""
+    own = set(tokenize([answer])[0])
+    said = set(tokenize([f"{title} {sentence}"])[0]) - own
+    for question in asked:
+        wanted = set(tokenize([question])[0]) - own - _NOT_ABOUT
+        if not wanted:
+            return True
+        names = [words for name in named_phrases(question) if (words := set(tokenize([name])[0]) - own)]
+        if any(2 * len(name & said) > len(name) for name in names) or len(said & wanted) >= min(2, len(wanted)):
+            return True
+    return False
+
+
+def citations(answer: str, question: str, passages: list[dict], *, limit: int = 3, max_chars: int = 240,
+              hops: list[tuple[str, str, str]] = ()) -> list[dict]:
     """The retrieved passages the answer rests on, numbered from 1, each with the sentence that
-    supports it: for an open question the passages with a sentence stating the answer; for a closed
-    one the best passage about each option (or, for yes/no, about the question), since the answer
-    is a comparison no single sentence states. [] when nothing retrieved supports the answer."""
+    supports it: for an open question the passages with a sentence stating the answer about what the
+    question (or a hop of its plan) asks (is_about), then the passages stating a hop's answer (`hops`:
+    (question as asked, answer, "Title: sentence") of each stated hop); for a closed one the best
+    passage about each option (or, for yes/no, about the question), since the answer is a
+    comparison no single sentence states. [] when nothing retrieved supports the answer; the run's
+    other passages are what it also read."""
     unique = _unique_passages(passages)
     cited: list[tuple[dict, str]] = []
     options = choice_options(question)
@@ -229,10 +254,17 @@ def citations(answer: str, question: str, passages: list[dict], *, limit: int = 
                     cited.append((pool[i], _best_sentence(pool[i], query, max_chars)))
     elif normalize_answer(answer):
         core = re.split(r",|\s\(", answer, maxsplit=1)[0]
+        asked = [question, *(hop_question for hop_question, _, _ in hops)]
         for p in unique:
             found = _sentence_stating(answer, question, [p], max_chars) or _sentence_stating(core, question, [p], max_chars)
-            if found:
-                cited.append((p, found.split(": ", 1)[-1] if found.startswith(f"{p.get('title', '')}: ") else found))
+            sentence = found.split(": ", 1)[-1] if found.startswith(f"{p.get('title', '')}: ") else found
+            if found and is_about(sentence, p.get("title", ""), asked, answer):
+                cited.append((p, sentence))
+        for hop_question, hop_answer, stated in hops:
+            title, _, sentence = stated.partition(": ")
+            p = next((p for p in unique if p.get("title") == title and sentence[:60] in " ".join((p.get("text") or "").split())), None)
+            if p is not None and all(p is not c for c, _ in cited) and hop_answer != answer:
+                cited.append((p, sentence[:max_chars]))
     return [
         {"n": n, "title": p.get("title", ""), "url": p.get("url"), "source": p.get("source"), "sentence": sentence}
         for n, (p, sentence) in enumerate(cited[:limit], 1)

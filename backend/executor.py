@@ -27,6 +27,8 @@ from backend.hops import Hop, answered_yes_or_no, restates_its_subject
 from backend.image_gaps import gap_query
 from backend.tools.base import Tool, ToolCapabilities, ToolResult, query_tool, tool_prompt_lines
 from backend.tools.page_links import PageLink, base_name
+from backend.tools.text_ranking import split_sentences
+from backend.answer_match import answer_contains
 
 KEEP_FULL_RESPONSES = 2  # older tool responses are shown to the model as titles only
 
@@ -86,6 +88,7 @@ class ExecutorSession(AnswerReading):
         self.facts_by_kind = facts_by_kind  # the options' facts asked for as what the question compares (AnswerReading)
         self.reading_example = ""  # agent.reader_example (AnswerReading.show_example)
         self.links_followed: list[str] = []
+        self.hops_researched: list[Hop] = []  # a plan's sub-questions as researched (a redone hop again)
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
         self.question = ""
@@ -305,10 +308,29 @@ class ExecutorSession(AnswerReading):
         self.steps.append(Step(turn=self.turn_count, answer=answer))
         return self._answer_ready(answer, taught=taught)
 
+    def read_again(self, question: str, *, not_this: str) -> Generator[Event, None, str]:
+        """An open question's answer read again from the evidence, told that `not_this` is not it (an
+        answer of another kind than the question asks for: backend.answer_kind)."""
+        return (yield from self._read_open(question, draft=False, not_this=not_this))
+
+    def sentences_naming(self, text: str) -> list[tuple[str, str]]:
+        """(title, sentence) of the retrieved sentences that hold `text` as whole words, in the order they
+        were retrieved."""
+        return [(p.get("title", ""), sentence) for p in self.passages
+                for sentence in split_sentences(" ".join((p.get("text") or "").split())) if answer_contains(sentence, text)]
+
+    def add_derived_hop(self, question: str, answer: str, sentence: str) -> None:
+        """A fact the run's answer rests on that no hop of the plan asked (the country a sentence names
+        beside the state first read: backend.answer_kind), so that the sentence stating it is cited."""
+        number = max((hop.number for hop in self.hops_researched), default=0) + 1
+        self.hops_researched.append(Hop(number=number, template=question, question=question, answer=answer,
+                                        sentence=sentence))
+
     def sources(self, answer: str, limit: int = 3) -> list[dict]:
         """The retrieved passages the answer rests on, numbered, with the sentence that supports it
         (backend.evidence.citations); none when no retrieved passage supports it."""
-        return citations(answer, self.question, self.passages, limit=limit)
+        stated = {hop.number: (hop.question, hop.answer, hop.sentence) for hop in self.hops_researched if hop.stated}
+        return citations(answer, self.question, self.passages, limit=limit, hops=list(stated.values()))
 
     def _guided_turn(self, question: str) -> Iterator[Event]:
         """One turn for a small model: free thought, then a constrained choice of action, then the
@@ -621,6 +643,7 @@ class ExecutorSession(AnswerReading):
         if search is None or not hop.queries:
             hop.answer = yield from self.read_answer(hop.question)
             hop.sentence = self._hop_sentence(hop, subjects)
+        self.hops_researched.append(hop)
         yield HopAnswered(self.run_id, turn=self.turn_count, **hop.to_dict())
         yield from self.report_steps()
 

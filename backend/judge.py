@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from backend.answer_match import answer_contains, normalize_answer, same_answer_contained, shares_a_word  # noqa: F401  (re-exported)
+from backend.answer_kind import kind_problem, says_not_of_kind
 from backend.evidence import closed_options, select_evidence, stating_sentence
 from backend.llm.base import ChatModel
 from backend.prompts import judge as prompts
@@ -63,6 +64,8 @@ class Verdict:
 
 
 STATED_BY_IMAGE = "stated by the question's image"  # the method of image_text_verdict's verdicts
+ANSWER_KIND = "answer-kind"  # the method of a verdict on an answer of another kind than the question asks for
+UNSTATED_CONFIDENCE = 0.5  # the most confidence the Judge gives an answer no retrieved sentence states
 
 
 def image_text_verdict(source_title: str) -> Verdict:
@@ -83,6 +86,8 @@ def answer_problem(question: str, answer: str) -> str | None:
         return "the answer is empty"
     if normalised in _PLACEHOLDERS or normalised.rstrip(" :") in _PLACEHOLDERS:
         return f"the answer {text!r} is a placeholder, not an answer"
+    if says_not_of_kind(text):
+        return f"no answer of the kind the question asks for was found ({text})"
     question_words = normalize_answer(question)
     if normalised == question_words or (len(question_words) > 20 and question_words in normalised):
         return "the answer repeats the question"
@@ -176,6 +181,10 @@ class Judge:
         problem = answer_problem(question, answer)
         if problem is not None:
             return Verdict(NOT_ATTEMPTED, "no-answer", [problem], source=FROM_JUDGE, evidence=titles)
+        wrong_kind = kind_problem(question, answer)
+        if wrong_kind is not None:  # decided without a model: "Moldova" for a capital city is no capital
+            return Verdict(INCORRECT, ANSWER_KIND, [f"the answer is not of the kind the question asks for: {wrong_kind}"],
+                           source=FROM_JUDGE, evidence=titles)
         evidence = select_evidence(question, passages, max_chars=1500, max_passage_chars=400)
         feedback, votes = [], []
         for name, criterion in prompts.EVALUATORS.items():
@@ -191,5 +200,10 @@ class Judge:
         stated = bool(closed_options(question)) or bool(stating_sentence(answer, question, passages))
         feedback.append("unsure: the arbiter said correct, but without ground truth the Judge cannot confirm it"
                         + ("" if stated else "; no retrieved sentence states this answer"))
+        if not stated and confidence is not None and confidence > UNSTATED_CONFIDENCE:
+            # An answer no retrieved sentence states was read from nothing the run found ("Moldova" for a
+            # flag no caption named, at 0.95): the arbiter's certainty about it says nothing.
+            feedback.append(f"confidence {confidence:.2f} capped at {UNSTATED_CONFIDENCE:.2f}: no evidence states the answer")
+            confidence = UNSTATED_CONFIDENCE
         return Verdict(UNSURE, "evaluators+arbiter", feedback, source=FROM_JUDGE, confidence=confidence,
                        evidence=titles, leaning=CORRECT)

@@ -55,7 +55,8 @@ class ToolCapabilities:
     `text_argument`: the one string argument a guided turn writes for a tool that gathers no
     evidence (a calculator's expression); such a tool is offered beside search, never forced.
     `links_pages`: its passages name pages it can return; the tool has `linked_page(question,
-    passages) -> PageLink | None`, the named page a question's next hop most likely needs."""
+    passages) -> PageLink | None`, the named page a question's next hop most likely needs.
+    `reads_documents`: bound to a caller, it also searches that caller's own documents."""
 
     query_argument: str | None = None
     text_argument: str | None = None
@@ -64,6 +65,7 @@ class ToolCapabilities:
     captions_images: bool = False
     per_namespace: bool = False
     links_pages: bool = False
+    reads_documents: bool = False
 
     @property
     def gathers_evidence(self) -> bool:

@@ -37,10 +37,12 @@ class ImageSearchTool(BaseTool):
             for entry, score in matches
         ]
         best = max((score for _, score in matches), default=0.0)
+        # The uploaded file's name is never shown: "tricolour_romania.png" became the search "tricolour
+        # romania" for a flag nothing indexed looked like, an answer read from the name alone.
         if best < self.min_similarity:
-            return (f"No indexed image looks like {image.name}: the most similar is {best:.2f} alike, below the "
-                    f"{self.min_similarity:.2f} a match needs. Research the question from the image's text and "
+            return (f"No indexed image looks like the question's image: the most similar is {best:.2f} alike, below "
+                    f"the {self.min_similarity:.2f} a match needs. Research the question from the image's text and "
                     "its own words."), []
-        lines = [f"Indexed images most similar to {image.name} (similarity 0-1):"]
+        lines = ["Indexed images most similar to the question's image (similarity 0-1):"]
         lines += [f"[{n}] {passage.title} ({passage.score:.2f})" for n, passage in enumerate(passages, start=1)]
         return "\n".join(lines), passages

@@ -12,6 +12,7 @@ and a namespace without documents the very same content as the wiki search alone
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from backend.tools.base import BaseTool, Passage, ToolCapabilities, format_results_by_query, string_list_schema
@@ -70,6 +71,7 @@ class WikiSearchTool(BaseTool):
         bound = WikiSearchTool(self.index, self.documents, namespace=namespace, struck_keys=struck_keys)
         if self.documents is not None and self.documents.has_documents(namespace):
             bound.description = DOCUMENTS_DESCRIPTION
+            bound.capabilities = replace(bound.capabilities, reads_documents=True)
         return bound
 
     def hiding(self, titles: Iterable[str]) -> WikiSearchTool:

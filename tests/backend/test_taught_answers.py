@@ -123,11 +123,13 @@ def test_a_near_miss_and_another_user_get_no_taught_answer(world):
     wrong = [call("search", query_list=["Eiffel Tower"]), answer("Bordeaux")]
     ask.teach(ask.ask(EIFFEL, wrong, NO_LESSON_JUDGE), thumbs="down", right_answer="Paris")
 
-    for question, namespace in ((EIFFEL_COUNTRY, "alice"), (COLOSSEUM, "alice"), (EIFFEL, "bob")):
-        events = ask.ask(question, [call("search", query_list=["tower"]), answer("Rome")], NO_LESSON_JUDGE,
+    # Each answered with a name of the kind it asks for (a country for the country question).
+    for question, namespace, given in ((EIFFEL_COUNTRY, "alice", "Italy"), (COLOSSEUM, "alice", "Rome"),
+                                       (EIFFEL, "bob", "Rome")):
+        events = ask.ask(question, [call("search", query_list=["tower"]), answer(given)], NO_LESSON_JUDGE,
                          namespace=namespace)
         assert next(e for e in events if isinstance(e, MemoriesRetrieved)).taught is None
-        assert _answer(events).text == "Rome" and _answer(events).taught is None
+        assert _answer(events).text == given and _answer(events).taught is None
 
 
 def test_a_persons_word_without_a_source_is_given_at_once_and_said_to_be_theirs(world):

@@ -60,7 +60,7 @@ def test_the_answer_lists_three_titles_with_similarities(demo_index, tmp_path):
     copy = perturbed_copies(DEMO_SOURCE / "sweden.png", tmp_path)[0]
     result = ImageSearchTool(demo_index)({"image": str(copy)})
     lines = result.content.splitlines()
-    assert lines[0] == "Indexed images most similar to sweden-big.jpg (similarity 0-1):"
+    assert lines[0] == "Indexed images most similar to the question's image (similarity 0-1):"  # never its file's name
     assert re.fullmatch(r"\[1\] Flag of Sweden \([01]\.\d\d\)", lines[1])
     assert len(lines) == 4
     assert {passage.source for passage in result.passages} == {"image-index"}
@@ -81,7 +81,7 @@ def test_below_the_similarity_a_match_needs_no_title_reaches_the_model(demo_inde
     result = tool({"image": str(tmp_path / "notice.png")})
     assert result.ok and result.passages == []
     assert f"the most similar is {nearest.score:.2f} alike, below the 0.92 a match needs" in result.content
-    assert "Flag" not in result.content
+    assert "Flag" not in result.content and "notice" not in result.content  # nor the file's name
 
     flag = tool({"image": str(perturbed_copies(DEMO_SOURCE / "sweden.png", tmp_path)[0])})
     assert flag.passages[0].title == "Flag of Sweden" and "[1] Flag of Sweden" in flag.content
