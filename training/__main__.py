@@ -31,6 +31,14 @@ def _parser() -> argparse.ArgumentParser:
     examples.add_argument("--trajectories", type=Path, nargs="*", default=[],
                           help="also the Executor's own verified trajectories (python -m training reader-trajectories)")
     examples.add_argument("--out", type=Path, default=Path(".mia/reader/examples.jsonl"))
+    sampled = commands.add_parser("reader-trajectories",
+                                  help="the Executor's own runs judged right, as reading examples (rejection sampling)")
+    sampled.add_argument("--hotpotqa", type=Path, nargs="+",
+                         default=[Path("data/hotpotqa/train.jsonl"), Path("data/hotpotqa/train-extra.jsonl")])
+    sampled.add_argument("--k", type=int, default=4, help="runs per question: the first greedy, the rest sampled")
+    sampled.add_argument("--temperature", type=float, default=0.7)
+    sampled.add_argument("--limit", type=int, help="only the first N questions")
+    sampled.add_argument("--out", type=Path, default=Path(".mia/reader/trajectories.jsonl"))
     reader = commands.add_parser("reader", help="train the reader's LoRA on its examples (supervised, resumable)")
     reader.add_argument("--config", type=Path, default=DEFAULT_CONFIGS / "reader_qwen_cpu.yaml")
     reader.add_argument("--data", help="override `data`")
@@ -199,6 +207,25 @@ def _reader_data(args: argparse.Namespace) -> None:
           f"({validation} validation); sha256 {digest}")
 
 
+def _reader_trajectories(args: argparse.Namespace) -> None:
+    from backend.config import load_config
+    from backend.eval.runner import open_eval_runtime
+    from training.reader_data import CANARY_ROWS, read_records
+    from training.reader_trajectories import sample_trajectories
+
+    if args.k < 1 or args.temperature < 0:
+        raise ValueError("--k must be at least 1 and --temperature 0 or more.")
+    records = read_records(args.hotpotqa, skip_last={"train.jsonl": CANARY_ROWS})[: args.limit]
+    runtime = open_eval_runtime(load_config(), args.out.parent / (args.out.stem + "-runtime"))
+    try:
+        counts = sample_trajectories(runtime.agent, records, args.out, k=args.k, temperature=args.temperature)
+    finally:
+        runtime.close()
+    print(f"{args.out}: {counts['examples']} examples from {counts['kept_runs']} of {counts['runs']} runs judged right "
+          f"({counts['questions']} questions now, {counts['already_done']} done before); add them with "
+          f"`python -m training reader-data --trajectories {args.out}`")
+
+
 def _train_reader(args: argparse.Namespace, argv: list[str] | None) -> None:
     import shlex
 
@@ -218,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "reader-data":
             _reader_data(args)
+        elif args.command == "reader-trajectories":
+            _reader_trajectories(args)
         elif args.command == "reader":
             _train_reader(args, argv)
         elif args.command in ("executor", "planner"):
