@@ -1,6 +1,7 @@
 """The memory view: search and filter, a sortable table, a detail panel to curate one memory (delete
-asks first), its history with undo of the change clicked, where it was used, and export / import with
-a preview that says which memories are already here and lets Import skip or replace them."""
+asks first; strike it as wrong), its history with undo of the change clicked, where it was used, the
+sources struck as wrong with undo, and export / import with a preview that says which memories are
+already here and lets Import skip or replace them."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import gradio as gr
 
 from app.escaping import escape_markdown
 from app.memory_view import (
-    ALREADY_HERE, COLUMNS, EXISTING_CHOICES, IMPORT_PREVIEW_COLUMNS, LABELS, SORTS, MemoryFilter, detail_markdown,
-    find_memories, history_rows, import_message, import_preview, runs_using, table_rows, undo_line, unreadable_note,
+    ALREADY_HERE, COLUMNS, EXISTING_CHOICES, IMPORT_PREVIEW_COLUMNS, LABELS, SORTS, STRUCK_COLUMNS, MemoryFilter,
+    detail_markdown, find_memories, history_rows, import_message, import_preview, runs_using, struck_concerns,
+    struck_rows, table_rows, undo_line, unreadable_note,
 )
 from app.session import AppContext, ReadOnlyModeError
 from memory_db import (MODALITIES, QUESTION_TYPES, ImportFileError, MemoryNotFoundError, MemoryStoreError,
-                       UnreadableMemoryError)
+                       UnreadableMemoryError, memory_key)
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ def build_memory_tab(ctx: AppContext):
             mark_good = gr.Button("Relabel: successful", elem_id="memory-relabel-good")
             mark_bad = gr.Button("Relabel: failed", elem_id="memory-relabel-bad")
             pin = gr.Button("Pin / unpin", elem_id="memory-pin")
+            strike = gr.Button("✗ Wrong: strike it", elem_id="memory-strike")
             delete = gr.Button("Delete", variant="stop", elem_id="memory-delete")
         with gr.Row(visible=False, elem_id="delete-confirm") as confirm_row:
             confirm_text = gr.Markdown(elem_id="delete-confirm-text")
@@ -83,6 +86,16 @@ def build_memory_tab(ctx: AppContext):
             undo = gr.Button("Undo the selected change", elem_id="memory-undo", scale=0)
         used = gr.Dataframe(headers=USED_COLUMNS, interactive=False, label="Runs that used this memory",
                             elem_id="memory-used", max_height=200)
+
+    with gr.Accordion("Struck sources: not retrieved again in this namespace", open=False, elem_id="struck-sources"):
+        struck_table = gr.Dataframe(headers=STRUCK_COLUMNS, interactive=False, wrap=True, max_height=260,
+                                    label="Click a row to select it for undo", elem_id="struck-table")
+        struck_keys = gr.State([])  # the keys of the rows shown, in order (kept on the server)
+        struck_chosen = gr.State(None)
+        with gr.Row():
+            struck_choice = gr.Markdown(elem_id="struck-selected")
+            struck_undo = gr.Button("Undo the strike", elem_id="struck-undo", scale=0)
+        struck_result = gr.Markdown(elem_id="struck-result")
 
     with gr.Accordion("Export and import", open=False, elem_id="transfer"):
         with gr.Row():
@@ -116,6 +129,8 @@ def build_memory_tab(ctx: AppContext):
     def open_memory(ns, wanted: str, request: gr.Request):
         space = ctx.visible_namespace(request, ns)
         wanted = (wanted or "").strip()
+        struck = ctx.runtime.store.struck(space, include_undone=True)
+        concerns = struck_concerns(struck)
         try:
             m = ctx.runtime.store.get(wanted, namespace=space)
         except MemoryNotFoundError as exc:
@@ -123,16 +138,20 @@ def build_memory_tab(ctx: AppContext):
             if not entries:
                 return "", _problem(exc), "", "", [], [], None, ""
             note = f"Memory `{escape_markdown(wanted)}` is deleted; undo the deletion from its history below."
-            return wanted, note, "", "", history_rows(entries), [], entries[0].id, undo_line(entries[0])
+            return wanted, note, "", "", history_rows(entries, concerns), [], entries[0].id, undo_line(entries[0])
         except UnreadableMemoryError as exc:  # selected all the same, so that Delete can remove it
             entries = ctx.runtime.store.history(wanted, namespace=space)
-            return wanted, _problem(exc), "", "", history_rows(entries), [], None, ""
+            return wanted, _problem(exc), "", "", history_rows(entries, concerns), [], None, ""
         except KNOWN_ERRORS as exc:
             return "", _problem(exc), "", "", [], [], None, ""
         entries = ctx.runtime.store.history(m.id, namespace=space)
         usage = runs_using(ctx.runtime.store, ctx.runtime.runlog, space, m.id)
         newest = entries[0] if entries else None
-        return (m.id, detail_markdown(m), m.summary, m.plan, history_rows(entries), usage,
+        detail = detail_markdown(m)
+        if any(s.active and s.key == memory_key(m.id) for s in struck):
+            detail += ("\n\n**Struck as wrong:** this memory is not retrieved for new questions; undo it from its "
+                       "history or the struck sources below.")
+        return (m.id, detail, m.summary, m.plan, history_rows(entries, concerns), usage,
                 newest.id if newest else None, undo_line(newest))
 
     def pick_row(evt: gr.SelectData) -> str:
@@ -184,6 +203,37 @@ def build_memory_tab(ctx: AppContext):
         now = not store.get(mid, namespace=space).pinned
         store.pin(mid, namespace=space, pinned=now, actor=actor)
         return f"`{mid[:8]}` {'pinned: it is never evicted' if now else 'unpinned'}."
+
+    def do_strike(store, mid, space, actor, *_):
+        m = store.get(mid, namespace=space)
+        store.strike(memory_key(mid), namespace=space, kind="memory", title=m.question, memory_id=mid, actor=actor)
+        return (f"Struck `{mid[:8]}`: it is not retrieved for new questions in this namespace; undo it from its "
+                "history or the struck sources.")
+
+    def list_struck(ns, request: gr.Request):
+        """The sources struck in the namespace, with their keys for undo (kept on the server)."""
+        try:
+            sources = ctx.runtime.store.struck(ctx.visible_namespace(request, ns))
+        except KNOWN_ERRORS as exc:
+            return [], [], None, _problem(exc)
+        return struck_rows(sources), [s.key for s in sources], None, "" if sources else "Nothing is struck."
+
+    def pick_struck(keys: list, evt: gr.SelectData):
+        row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+        if not isinstance(row, int) or not 0 <= row < len(keys):
+            return None, ""
+        return keys[row], f"Selected for undo: struck source #{row + 1}."
+
+    def undo_struck(ns, key, request: gr.Request) -> str:
+        if not key:
+            return "Click a struck source in the table first."
+        try:
+            ctx.require_writable()
+            undone = ctx.runtime.store.unstrike(key, namespace=ctx.visible_namespace(request, ns),
+                                                actor=ctx.user_of(request))
+        except KNOWN_ERRORS as exc:
+            return _problem(exc)
+        return f"Undone: **{escape_markdown(undone.title)}** is retrieved again."
 
     def do_delete(store, mid, space, actor, *_):
         store.delete(mid, namespace=space, actor=actor)
@@ -252,7 +302,8 @@ def build_memory_tab(ctx: AppContext):
         listing = list_memories(own, "", False, "all", "all", "all", False, "newest", request)
         linked = linked_memory(request)
         opened = open_memory(own, linked, request) if linked else [gr.update()] * len(detail_outputs)
-        return gr.update(choices=choices, value=own, visible=admin), *listing, linked or gr.update(), *opened
+        return (gr.update(choices=choices, value=own, visible=admin), *listing, linked or gr.update(), *opened,
+                *list_struck(own, request))
 
     search.click(list_memories, filters, [count, table])
     query.submit(list_memories, filters, [count, table])
@@ -260,11 +311,18 @@ def build_memory_tab(ctx: AppContext):
     table.select(pick_row, None, [memory_id]).then(open_memory, [namespace, memory_id], detail_outputs)
     open_button.click(open_memory, [namespace, memory_id], detail_outputs)
     edit_inputs = [namespace, selected, summary, plan, undo_id]
+    struck_outputs = [struck_table, struck_keys, struck_chosen, struck_result]
     for button, action in ((save, do_save), (mark_good, do_relabel(True)), (mark_bad, do_relabel(False)),
-                           (pin, do_pin), (confirm_delete, do_delete), (undo, do_undo)):
+                           (pin, do_pin), (strike, do_strike), (confirm_delete, do_delete), (undo, do_undo)):
         (button.click(change(action), edit_inputs, [action_result])
          .then(open_memory, [namespace, selected], detail_outputs)
-         .then(list_memories, filters, [count, table]))
+         .then(list_memories, filters, [count, table])
+         .then(list_struck, [namespace], struck_outputs))
+    struck_table.select(pick_struck, [struck_keys], [struck_chosen, struck_choice])
+    (struck_undo.click(undo_struck, [namespace, struck_chosen], [action_result])
+     .then(list_struck, [namespace], struck_outputs)
+     .then(open_memory, [namespace, selected], detail_outputs))
+    namespace.change(list_struck, [namespace], struck_outputs)
     delete.click(ask_delete, [selected], [confirm_row, confirm_text, action_result])
     confirm_delete.click(lambda: gr.Row(visible=False), None, [confirm_row])
     cancel_delete.click(lambda: (gr.Row(visible=False), "Nothing was deleted."), None, [confirm_row, action_result])
@@ -272,4 +330,4 @@ def build_memory_tab(ctx: AppContext):
     export.click(export_namespace, [namespace], [export_file, import_result])
     import_file.change(preview_import, [namespace, import_file], [preview_text, preview, existing_choice])
     do_import.click(apply_import, [namespace, import_file, existing_choice], [import_result]).then(list_memories, filters, [count, table])
-    return on_load, [namespace, count, table, memory_id, *detail_outputs]
+    return on_load, [namespace, count, table, memory_id, *detail_outputs, *struck_outputs]

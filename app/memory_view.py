@@ -12,7 +12,7 @@ from app.wording import one_line, uses_text
 from backend.provenance import LEARNING, Provenance, read_provenance
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
-from memory_db import HistoryEntry, Memory, MemoryStore
+from memory_db import HistoryEntry, Memory, MemoryStore, StruckSource
 from memory_db.lifecycle import is_verified, uses_since_stored
 from memory_db.transfer import read_import_file
 
@@ -185,14 +185,42 @@ def unreadable_note(store: MemoryStore, namespace: str, shown: int = 5) -> str:
             "'Memory id', press Open, then Delete.")
 
 
-def history_rows(entries: list[HistoryEntry]) -> list[list]:
+def history_rows(entries: list[HistoryEntry], struck: dict[int, str] | None = None) -> list[list]:
+    """`struck`: by history id, what a strike (or its undo) concerns, shown as what changed."""
     rows = []
     for e in entries:
         changed = []
         if isinstance(e.before, dict) and isinstance(e.after, dict):
             changed = [k for k in ("summary", "plan", "correct", "pinned", "question_type", "usage_count")
                        if e.before.get(k) != e.after.get(k)]
+        elif struck and e.id in struck:
+            changed = [struck[e.id]]
         rows.append([e.id, e.action, ", ".join(changed), e.actor, e.created_at.strftime("%Y-%m-%d %H:%M:%S")])
+    return rows
+
+
+STRUCK_COLUMNS = ["#", "what", "title", "cited sentence", "struck by", "when"]
+
+
+def struck_concerns(sources: list[StruckSource]) -> dict[int, str]:
+    """By history id, what each strike and undo of `sources` concerns ("the memory itself", or the source's title)."""
+    concerns = {}
+    for s in sources:
+        what = "the memory itself" if s.kind == "memory" else f"source: {one_line(s.title, 80)}"
+        for history_id in (s.strike_history_id, s.unstrike_history_id):
+            if history_id is not None:
+                concerns[history_id] = what
+    return concerns
+
+
+def struck_rows(sources: list[StruckSource]) -> list[list]:
+    """The struck sources of a namespace as the Memory view lists them (row i is sources[i])."""
+    rows = []
+    for number, s in enumerate(sources, 1):
+        what = "memory" if s.kind == "memory" else ("document passage" if (s.url or "").startswith("doc://")
+                                                   else "web page" if s.url else "wiki article")
+        rows.append([number, what, s.title, one_line(s.sentence or "", 200), s.actor,
+                     s.updated_at.strftime("%Y-%m-%d %H:%M")])
     return rows
 
 
