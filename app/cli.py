@@ -14,6 +14,10 @@ from app.learner_notice import question_running
 from backend.config import ConfigError, load_config
 from backend.events import RunFailed, StepTaken, TextDelta
 from backend.agent import RunRequest
+from backend.follow_up import FollowUp
+from backend.inputs import InputError
+from backend.llm.base import LLMError
+from backend.plan_review import PlanError, checked_plan, parse_plan_text
 
 
 def _is_loopback(host: str) -> bool:
@@ -42,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--caption", help="what the image shows (otherwise the image index is searched)")
     ask.add_argument("--namespace", default="default", help="whose memory to use (default: default)")
     ask.add_argument("--json", action="store_true", help="print events as JSON lines")
+    ask.add_argument("--review-plan", action="store_true",
+                     help="print the Planner's plan and read your edited plan (from $EDITOR, the terminal, or "
+                          "standard input) before it runs; it is then researched exactly as written")
+    ask.add_argument("--follow-up", metavar="RUN_ID",
+                     help="ask QUESTION as a follow-up of that run: read with its thread ('she', 'it' replaced), "
+                          "and its passages reused")
 
     prepare = sub.add_parser("prepare", help="prepare the models and the search index, then exit")
     prepare.add_argument("--search-only", action="store_true",
@@ -97,6 +107,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
             caption=args.caption,
             ground_truth=args.ground_truth,
         )
+        notes = sys.stderr if args.json else sys.stdout
+        try:
+            request = steered_request(runtime.agent, request, args, notes)
+        except (InputError, LLMError) as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 2
         with question_running(learner_for_ask(runtime, quiet=args.json)) as still_running:
             for event in runtime.agent.run(request):
                 still_running()
@@ -110,6 +126,65 @@ def cmd_ask(args: argparse.Namespace) -> int:
     finally:
         runtime.close()
     return 1 if failed else 0
+
+
+PLAN_HEADER = ("# The Planner's plan for: {question}\n"
+               "# Edit it: one {noun} a line, reworded, added, removed or reordered; #1, #2 stand for the answers\n"
+               "# of the sub-questions above. Lines starting with \"# \" are left out. It runs exactly as written.\n")
+
+
+def steered_request(agent, request: RunRequest, args: argparse.Namespace, notes) -> RunRequest:
+    """`request` with what the person steers: a follow-up read with its thread (--follow-up), and the plan
+    they reviewed (--review-plan). InputError says what to change; the plan's error comes with the
+    Planner's plan again."""
+    if args.follow_up:
+        made = agent.read_follow_up(request.question, request.namespace, args.follow_up)
+        print(f"Follow-up of run {args.follow_up}: researched as \"{made.question}\". {made.how}", file=notes, flush=True)
+        request = replace(request, question=made.question, follow_up=FollowUp(args.follow_up, request.question, made.how))
+    if not args.review_plan:
+        return request
+    draft = agent.draft_plan(request)
+    noun = "sub-question" if draft.shape == "subquestions" else "step"
+    template = PLAN_HEADER.format(question=draft.question, noun=noun) + draft.text + "\n"
+    if draft.note:
+        template += f"# (the Planner's text needed: {draft.note})\n"
+    edited = edited_plan_text(template, notes)
+    try:
+        plan = checked_plan(parse_plan_text(edited), draft.shape, agent.config.agent.max_question_chars)
+    except PlanError as exc:
+        raise PlanError(f"{exc} The Planner's plan was:\n{draft.text}") from None
+    return replace(request, plan=plan, drafted_plan=draft.steps)
+
+
+def edited_plan_text(template: str, notes) -> str:
+    """The plan as the person edited it: in $VISUAL or $EDITOR on a terminal, else typed in the terminal
+    (an empty first line keeps it as drafted), else read whole from standard input (a script's edit)."""
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
+    print(template, file=notes, flush=True)
+    if not sys.stdin.isatty():
+        return sys.stdin.read()
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if editor:
+        with tempfile.NamedTemporaryFile("w+", suffix=".plan.txt", encoding="utf-8", delete=False) as file:
+            file.write(template)
+        try:
+            subprocess.run([*shlex.split(editor), file.name], check=True)
+            with open(file.name, encoding="utf-8") as edited:
+                return edited.read()
+        finally:
+            os.unlink(file.name)
+    print("Type the plan, one line each, then an empty line (an empty first line keeps it as drafted):",
+          file=notes, flush=True)
+    lines = []
+    for line in sys.stdin:
+        if not line.strip():
+            break
+        lines.append(line)
+    return "".join(lines) or template
 
 
 def learner_for_ask(runtime, *, quiet: bool = False):

@@ -15,8 +15,10 @@ from app.image_view import (
 )
 from app.report import cited_passage, document_place, query_text, source_label, stats_text, web_link
 from app.transcript import STOPPED_BY_USER, RunLimits, RunTranscript, StepView
-from app.wording import STRATEGY_SHOWN, hop_outcome, one_line, stored_label, summary_origin, uses_phrase, verdict_provenance
+from app.wording import (STRATEGY_SHOWN, hop_outcome, one_line, person_plan_note, stored_label, summary_origin, uses_phrase,
+                         verdict_provenance)
 from backend.events import AnswerReady, Event, HopAnswered
+from backend.replay import replay
 from backend.prompts.manager import memory_shown
 from backend.taught import answer_note, near_note, recall_note
 
@@ -73,7 +75,9 @@ class TranscriptPage(RunTranscript):
             parts.append(f'<span class="answer-eta">{escape_html(eta)}</span>')
         parts.append("</div>")
         if self.started is not None:
+            parts.append(self._thread_html())
             parts.append(f'<div class="answer-question">{escape_html(self.started.question)}</div>')
+            parts.append(self._follow_up_html())
             parts.append(self._image_html())
         latest = self.answers[-1] if self.answers else None
         if latest is not None and latest.text:
@@ -100,6 +104,30 @@ class TranscriptPage(RunTranscript):
             parts.append('<p class="answer-note">No retrieved passage states this answer.</p>')
         parts.append("</div>")
         return "".join(parts)
+
+    def _thread_html(self) -> str:
+        """A follow-up's thread: the earlier questions, as asked, with their answers; '' for a question of its own."""
+        if not self.earlier:
+            return ""
+        items = []
+        for events in self.earlier:
+            run = replay(events)
+            asked = (run.started.follow_up or {}).get("asked") if run.started is not None else None
+            items.append(f'<li><span class="thread-question">{escape_html(asked or run.question)}</span> → '
+                         f'<b>{escape_html(run.answer or "(no answer)")}</b></li>')
+        return f'<div class="thread"><div class="thread-label">Earlier in this thread</div><ol>{"".join(items)}</ol></div>'
+
+    def _follow_up_html(self) -> str:
+        """How a follow-up was read with its thread: as typed, and the standalone question researched."""
+        follow_up = self.started.follow_up if self.started is not None else None
+        if not follow_up:
+            return ""
+        reused = len(follow_up.get("reused") or [])
+        kept = (f" {reused} passage{'s' if reused != 1 else ''} the thread found before were in view."
+                if reused else "")
+        return (f'<div class="follow-up-read">↪ Follow-up: you asked “{escape_html(follow_up.get("asked") or "")}”, '
+                f'researched as “<span class="rewritten">{escape_html(self.started.question)}</span>”. '
+                f'<span class="muted">{escape_html(follow_up.get("how") or "")}{escape_html(kept)}</span></div>')
 
     def _image_html(self) -> str:
         """What the run saw of the question's image: a thumbnail, its name, the caption with its
@@ -220,8 +248,12 @@ class TranscriptPage(RunTranscript):
             answered = {hop.number: hop for hop in self.run.hops} if item.revision == 0 else {}
             if answered:
                 title = "🧩 Plan of sub-questions"
+            if item.source == "person":
+                title = title.replace("Plan", "Your plan", 1)
             body = "<ol>" + "".join(f"<li>{escape_html(s)}{self._hop_answer(answered.get(i))}</li>"
                                     for i, s in enumerate(item.steps, 1)) + "</ol>"
+            if item.source == "person":
+                body += f'<p class="muted">{escape_html(person_plan_note(item))}</p>'
             if item.recovered:
                 body += f'<p class="recovery">⚠️ Recovery: {escape_html(item.recovered)}</p>'
             if item.planner_model:
@@ -448,5 +480,8 @@ RESEARCH_CSS = """
 .image-thumb.missing { width: 120px; padding: 8px; font-size: 0.85em; color: var(--body-text-color-subdued); }
 .image-facts { display: flex; flex-direction: column; gap: 2px; min-width: 0; }
 .image-ocr-label { font-size: 0.9em; margin-top: 4px; }
+.thread { margin-top: 6px; font-size: 0.9em; color: var(--body-text-color-subdued); }
+.thread ol { margin: 2px 0 0 0; padding-left: 20px; }
+.follow-up-read { margin-top: 4px; font-size: 0.9em; }
 .image-ocr { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 12em; overflow-y: auto; padding: 4px 8px; border-left: 3px solid var(--border-color-primary); font-family: var(--font-mono); font-size: 0.9em; }
 """

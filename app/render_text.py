@@ -7,7 +7,8 @@ import json
 import re
 
 from app.report import stats_text
-from app.wording import STRATEGY_SHOWN, hop_outcome, stored_label, summary_origin, uses_phrase, verdict_provenance
+from app.wording import (STRATEGY_SHOWN, hop_outcome, person_plan_note, stored_label, summary_origin, uses_phrase,
+                         verdict_provenance)
 from backend.events import (
     AnswerReady, Event, ExecutorThought, HopAnswered, MemoriesRetrieved, MemoryStored, PlanReady,
     ReflectionDecided, Recovery, RunFailed, RunFinished, RunStarted, ToolCalled, ToolReturned, VerdictReady,
@@ -37,6 +38,9 @@ def event_to_text(event: Event) -> str:
 def _event_lines(event: Event) -> str:
     if isinstance(event, RunStarted):
         extra = f"\nImage: {event.image} (caption: {event.caption or 'none'}, from {event.caption_source or '-'})" if event.image else ""
+        if event.follow_up:
+            extra += (f"\nFollow-up of run {event.follow_up.get('follows')}: you asked \"{event.follow_up.get('asked')}\". "
+                      f"{event.follow_up.get('how') or ''}").rstrip()
         return f"Question: {event.question}{extra}"
     if isinstance(event, MemoriesRetrieved):
         lines = [f"Memories: {len(event.successful)} successful, {len(event.failed)} failed"]
@@ -53,6 +57,8 @@ def _event_lines(event: Event) -> str:
     if isinstance(event, PlanReady):
         title = "Plan" if event.revision == 0 else f"Supplementary plan (reflection {event.revision})"
         lines = [f"{title}:"] + [f"  {i}. {s}" for i, s in enumerate(event.steps, 1)]
+        if event.source == "person":
+            lines.append(f"  ({person_plan_note(event)})")
         if event.recovered:
             lines.append(f"  (recovery: {event.recovered})")
         if event.chosen:

@@ -25,6 +25,7 @@ from backend.feedback_queue import FeedbackItem
 from backend.replay import RunRecord, replay
 
 REPORT_FORMAT = "mia-run"
+THREAD_FORMAT = "mia-thread"  # a follow-up's thread: its runs, first question first
 REPORT_VERSION = 1
 
 # -- where a passage comes from ------------------------------------------------------------------
@@ -319,11 +320,20 @@ def report_names(run_id: str) -> tuple[str, str]:
     return f"mia-report-{safe}.md", f"mia-run-{safe}.json"
 
 
-def write_report_files(events: Sequence[Event], folder: Path, *, feedback: FeedbackItem | None = None) -> tuple[Path, Path]:
-    """The Markdown report and the JSON run, written into `folder`; returns their paths."""
+def write_report_files(events: Sequence[Event], folder: Path, *, feedback: FeedbackItem | None = None,
+                       follow_ups: Sequence[Sequence[Event]] = ()) -> tuple[Path, Path]:
+    """The Markdown report and the JSON run, written into `folder`; returns their paths. With
+    `follow_ups` (a thread: `events` its first question's run), one report and one JSON of every run."""
     kept = [e for e in events if not isinstance(e, TextDelta)]
     md_name, json_name = report_names(kept[0].run_id if kept else "run")
     md_path, json_path = folder / md_name, folder / json_name
-    md_path.write_text(report_markdown(kept, feedback=feedback), encoding="utf-8")
-    json_path.write_text(run_json(kept), encoding="utf-8")
+    md_path.write_text(report_markdown(kept, feedback=feedback, follow_ups=follow_ups), encoding="utf-8")
+    json_path.write_text(thread_json([kept, *follow_ups]) if follow_ups else run_json(kept), encoding="utf-8")
     return md_path, json_path
+
+
+def thread_json(runs: Sequence[Sequence[Event]]) -> str:
+    """A thread as JSON: each run as run_json writes it, first question first."""
+    document = {"format": THREAD_FORMAT, "version": REPORT_VERSION, "thread": runs[0][0].run_id if runs[0] else "",
+                "runs": [json.loads(run_json(run)) for run in runs]}
+    return json.dumps(document, ensure_ascii=False, indent=1)

@@ -24,6 +24,9 @@ from app.report import write_report_files
 from app.report_pdf import write_report_pdf
 from app.source_view import SOURCE_CSS, SourceView, open_citation, open_locator, page_images
 from app.session import RUNS_AT_ONCE, AppContext, ReadOnlyModeError
+from app.steering import (REVIEW_LABEL, Drafts, attach_thread, build_follow_up_box, build_plan_editor, checked_steering,
+                          draft_for_review, drafting_box, editor_shown, follow_up_steering, own_wording_steering,
+                          require_steering, review_wanted, steered, thread_of_logged)
 from app.transcript import RunLimits, RunTranscript
 from backend.agent import RunRequest
 from backend.events import RunFinished, TextDelta
@@ -63,20 +66,30 @@ INTERRUPTED = "interrupted: the app stopped before the run finished"
 
 
 def history_rows(ctx: AppContext, namespace: str) -> list[list]:
-    """Past runs, newest first; the verdict is a person's when feedback gave one (the run log keeps
-    the Judge's). A run whose log has no end is under way in this app, or was interrupted."""
+    """Past runs, newest first, a thread of follow-ups as one entry (its latest run, under its first
+    question); the verdict is a person's when feedback gave one (the run log keeps the Judge's). A run
+    whose log has no end is under way in this app, or was interrupted."""
     if ctx.read_only:  # its runs are not logged; older runs of the shared namespace are no visitor's
         return []
     people = person_verdicts(ctx, namespace)
-    rows = []
+    threads: dict[str, list] = {}  # newest first, each thread's runs newest first
     for r in ctx.runtime.runlog.list_runs(namespace, limit=100):
+        threads.setdefault(r.thread or r.run_id, []).append(r)
+    rows = []
+    for thread, runs in threads.items():
+        r, first = runs[0], runs[-1]
         ended = bool(r.verdict)  # a run that ends has a verdict, or says it failed or was stopped
         under_way = not ended and r.run_id in ctx.runs_under_way
         verdict = r.verdict if ended else UNDER_WAY if under_way else INTERRUPTED
         if r.run_id in people:
             verdict = f"{people[r.run_id].label_after} (your feedback)"
         answer = r.answer or ("(not yet)" if under_way else "(no answer)")
-        rows.append([r.run_id, datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M"), r.question,
+        question = first.question
+        follow_ups = sum(1 for run in runs if run.thread)
+        if follow_ups:
+            question += (f" (+{follow_ups} follow-up{'s' if follow_ups != 1 else ''}, the latest: "
+                         f"{r.asked or r.question})")
+        rows.append([r.run_id, datetime.fromtimestamp(first.started).strftime("%Y-%m-%d %H:%M"), question,
                      answer, verdict])
     return rows
 
@@ -324,9 +337,12 @@ def report_downloads(ctx: AppContext, transcript: RunTranscript, user: str, name
         return hidden
     try:
         folder = ctx.files.new_folder(user)
-        md_path, json_path = write_report_files(transcript.events, folder, feedback=transcript.feedback)
+        # A follow-up's thread is one report: its first question, then each follow-up.
+        first, *follow_ups = [*transcript.earlier, transcript.events]
+        feedback = None if follow_ups else transcript.feedback
+        md_path, json_path = write_report_files(first, folder, feedback=feedback, follow_ups=follow_ups)
         images = page_images(ctx, namespace, transcript) if namespace is not None else {}
-        pdf_path = write_report_pdf(transcript.events, folder, feedback=transcript.feedback, page_images=images)
+        pdf_path = write_report_pdf(first, folder, feedback=feedback, follow_ups=follow_ups, page_images=images)
     except OSError as exc:
         log.warning("the report of run %s was not written: %s", transcript.run_id, exc)
         return hidden
@@ -348,6 +364,7 @@ def build_research_tab(ctx: AppContext):
             with gr.Row():
                 ask = gr.Button("Research", variant="primary", elem_id="ask", scale=3)
                 stop = gr.Button("Stop", variant="stop", interactive=False, elem_id="stop", scale=1)
+            review = gr.Checkbox(label=REVIEW_LABEL, value=False, elem_id="review-plan")
             gr.Examples([[q] for q in EXAMPLE_QUESTIONS], inputs=[question])
             run_status = gr.Markdown(elem_id="run-status")
             search_line = gr.Markdown(search_status(ctx), elem_id="search-status")
@@ -373,6 +390,8 @@ def build_research_tab(ctx: AppContext):
                                                elem_id="download-pdf")
                 report_json = gr.DownloadButton("⬇ Run (JSON)", visible=False, size="sm", scale=0, min_width=160,
                                                 elem_id="download-json")
+            plan_view = build_plan_editor()  # the plan to review, when "Review the plan first" is on
+            follow = build_follow_up_box()
         # A cited source opens here, beside the answer, its sentence highlighted.
         with gr.Column(scale=2, min_width=320, visible=False, elem_id="source-view") as source_view:
             source_text = gr.HTML(SOURCE_HELP, elem_id="source-text", css_template=SOURCE_CSS)
@@ -420,7 +439,8 @@ def build_research_tab(ctx: AppContext):
         return (gr.Button(interactive=False), gr.Button(interactive=True), "", waiting,
                 *(gr.DownloadButton(visible=False),) * 3)
 
-    def run_question(q: str, img: str | None, cap: str, gt: str, request: gr.Request):
+    def run_question(q: str, img: str | None, cap: str, gt: str, review_first: bool, steer: dict | None,
+                     request: gr.Request):
         session = _session(request)
         stop_switch = active.begin(session)
         if stop_switch is None:  # this page already has a run under way; leave its view alone
@@ -432,8 +452,15 @@ def build_research_tab(ctx: AppContext):
                          caption=cap or None, ground_truth=gt or None)
         hidden = gr.DownloadButton(visible=False)
         try:
+            if review_wanted(review_first, steer):  # the plan is drafted for the person to edit; Run this plan runs it
+                draft = draft_for_review(ctx, run)
+                drafts.put(session, draft)
+                yield drafting_box(draft), gr.update(), gr.update(), "", hidden, hidden, hidden
+                return
+            run = steered(run, steer)
             question_run = QuestionRun(ctx, run, stop_switch)
             transcript = question_run.transcript
+            attach_thread(ctx, run.namespace, transcript, run.follow_up.of_run if run.follow_up else None)
             shown.show(session, transcript)
             try:
                 # closing(): when the page goes away, Gradio closes this generator, and the run goes on
@@ -484,6 +511,7 @@ def build_research_tab(ctx: AppContext):
         transcript = transcript_of(ctx.runtime.runlog.load(namespace, wanted))
         transcript.feedback = person_verdicts(ctx, namespace).get(wanted)
         transcript.interrupted = not transcript.done and wanted not in ctx.runs_under_way
+        thread_of_logged(ctx, namespace, transcript)
         return transcript
 
     def after_feedback(current_run: str | None, request: gr.Request):
@@ -588,8 +616,14 @@ def build_research_tab(ctx: AppContext):
     def load_history(request: gr.Request) -> list[list]:
         return history_rows(ctx, ctx.namespace_of(request))
 
-    inputs = [question, image, caption, ground_truth]
+    steering = gr.State({})  # what the next run is given: the person's plan, or a follow-up (app.steering)
+    drafts = Drafts()
+    inputs = [question, image, caption, ground_truth, review, steering]
     downloads = [report_md, report_pdf, report_json]
+
+    def after_run(request: gr.Request):
+        """The plan editor (a plan drafted for review, else hidden) and the steering spent."""
+        return *editor_shown(drafts.take(_session(request))), {}
 
     def research(started):
         """A question's run, once `started` (start_run) has set the page up."""
@@ -597,7 +631,28 @@ def build_research_tab(ctx: AppContext):
                 .then(run_question, inputs, [answer_box, trace, run_id, feedback_result, *downloads],
                       concurrency_limit=RUNS_AT_ONCE, concurrency_id="research")
                 .then(end_run, None, [ask, stop, run_status], concurrency_limit=None)
+                .then(after_run, None, [plan_view.group, plan_view.note, plan_view.editor, plan_view.drafted, steering],
+                      concurrency_limit=None)
                 .then(load_history, None, [history]))
+
+    def steered_research(step):
+        """A run the person steered, once `step` has set the steering (nothing runs when it refused)."""
+        started = (step.then(require_steering, [steering], None, concurrency_limit=None)
+                   .success(start_run, None, [ask, stop, run_status, answer_box, *downloads], concurrency_limit=None))
+        return research(started)
+
+    steered_research(plan_view.run.click(lambda edited, drafted: checked_steering(ctx, edited, drafted),
+                                         [plan_view.editor, plan_view.drafted],
+                                         [steering, plan_view.note, plan_view.editor], concurrency_limit=None))
+
+    def ask_follow_up(asked: str, current: str | None, request: gr.Request):
+        return follow_up_steering(ctx, asked, current, ctx.namespace_of(request))
+
+    for asked_again in (follow.ask.click, follow.asked.submit):
+        steered_research(asked_again(ask_follow_up, [follow.asked, run_id],
+                                     [steering, follow.rewritten, follow.note, follow.follows]))
+    steered_research(follow.research_rewritten.click(own_wording_steering, [follow.rewritten, follow.asked, follow.follows],
+                                                     [steering, follow.note], concurrency_limit=None))
 
     research(gr.on([ask.click, question.submit], start_run, None, [ask, stop, run_status, answer_box, *downloads],
                    trigger_mode="once", concurrency_limit=None))

@@ -80,6 +80,7 @@ class RunTranscript:
         self.first_turn_at: float | None = None
         self.feedback: FeedbackItem | None = None  # a person's later verdict and right answer (History, after feedback)
         self.interrupted = False  # reopened from a run log that ends before the run did, with no one running it
+        self.earlier: list[list[Event]] = []  # a follow-up: the events of its thread's earlier runs, oldest first
         self._draft_step: StepView | None = None
         self._round_turns: dict[int, set[int]] = {}  # plan revision -> turns in that round
 

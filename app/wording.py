@@ -64,3 +64,14 @@ def verdict_provenance(event: VerdictReady) -> str:
     confidence = f", confidence {event.confidence:.2f}" if event.confidence is not None else ""
     return f"unverified: the Judge's opinion without ground truth ({event.method}{confidence}); give a thumb or the right answer to verify it"
 
+
+
+def person_plan_note(plan) -> str:
+    """What a person's plan (PlanReady with source "person") is, in words: researched as written, and
+    what it was made from."""
+    if plan.drafted is None:
+        return "Your plan: researched as you wrote it."
+    if list(plan.drafted) == list(plan.steps):
+        return "Your plan: the Planner's draft, which you reviewed and kept; researched as written."
+    drafted = "; ".join(f"{n}. {step}" for n, step in enumerate(plan.drafted, 1)) or "(nothing)"
+    return f"Your plan: researched as you wrote it, edited from the Planner's draft ({drafted})."

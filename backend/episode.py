@@ -50,9 +50,12 @@ from backend.prompts.manager import (
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
 from backend.answer_kind import (OPTION, YES_NO, is_of_kind, kind_asked, not_of_kind_answer, says_not_of_kind, span_of_kind,
                                  what_it_is)
-from backend.hops import (Hop, answering_hop, fill, hops_from, reading_example, subjects_of, weakest,
-                          worked_examples_shown, yes_no_answer)
+from backend.hops import (Hop, answering_hop, fill, hops_from, reading_example, restates_its_subject, subjects_of,
+                          weakest, worked_examples_shown, yes_no_answer)
 from backend.image_gaps import gap_query, image_heading
+from backend.follow_up import FollowUpContext
+from backend.inputs import InputError
+from backend.plan_review import PERSON, PlanDraft, plan_text
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
 from backend.tools.text_ranking import tokenize
@@ -147,6 +150,10 @@ class EpisodeInput:
     # sub-questions, its worked examples); None = as the method retrieves
     plan_steps: list[str] | None = None  # a given plan (GRPO stage 1; on plan_shape "subquestions" its
     # sub-questions, researched hop by hop); None = the Planner plans if the method plans
+    plan_source: str | None = None  # "person" (backend.plan_review.PERSON): `plan_steps` are the person's, researched
+    # as written, never pruned, rewritten or supplemented by the Planner; None = the Planner's or training's
+    drafted_plan: list[str] | None = None  # a person's plan: the Planner's draft it was made from
+    follow_up: FollowUpContext | None = None  # a follow-up: its thread, and the earlier passages its session holds
 
 
 @dataclass
@@ -164,6 +171,7 @@ class EpisodeOutcome:
     taught: TaughtAnswer | None = None  # the person's answer this run started from
     hops: list[Hop] = field(default_factory=list)  # a plan of sub-questions, as researched
     from_image_text: bool = False  # answered from the question's image text before any plan (image_text_first)
+    from_thread: bool = False  # a follow-up answered from the passages its thread found before, without a search
 
 
 def planner_memories(manager: Manager, question: str, namespace: str, caption: str | None,
@@ -292,6 +300,31 @@ class EpisodeLoop:
             return Planner(self.models["manager"], max_new_tokens=planner.max_new_tokens)
         return planner
 
+    def draft_plan(self, episode: EpisodeInput) -> PlanDraft:
+        """The plan the Planner would follow for the question, written as a run writes it (after the same
+        memories, shown the same way), without researching it: for a person to review and edit
+        (backend.plan_review). The run of the edited plan is another episode, given it as `plan_steps`."""
+        s, method, question = self.settings, self.method, episode.question
+        if not method.plans:
+            raise InputError(f"The method {method.name!r} does not plan: research with one that does (mia) to review its plan.")
+        planner = Planner(self.models["planner"], max_new_tokens=s.planner_max_new_tokens)
+        caption, _ = self._caption(episode)
+        successful: list[dict] = []
+        failed: list[dict] = []
+        if method.uses_memory and self.store is not None:
+            manager = Manager(self.models["manager"], self.store, summary_max_words=s.summary_max_words)
+            successful, failed = self._retrieve(episode, manager, caption)
+        first_planner = self._first_planner(planner, successful, failed)
+        if s.plan_shape == "subquestions":
+            blueprint = first_planner.decompose(question, worked_examples_shown(successful, failed), caption)
+        else:
+            run_tools = offered_tools(self.tools, has_image=bool(episode.image), namespace=episode.namespace)
+            blueprint = first_planner.plan(question, method.planner_text(successful, failed),
+                                           tool_names_line(run_tools.values()), caption)
+        return PlanDraft(question, list(blueprint.steps), s.plan_shape, blueprint.recovered,
+                         f"{first_planner.model.role}: {first_planner.model.name}",
+                         [memory["question"] for memory in successful + failed])
+
     # -- the loop -----------------------------------------------------------------------------
     def run(self, episode: EpisodeInput) -> Iterator[Event]:
         try:
@@ -318,7 +351,8 @@ class EpisodeLoop:
         caption, caption_source = self._caption(episode)
         yield RunStarted(run_id, question=question, namespace=episode.namespace, image=episode.image,
                          caption=caption, caption_source=caption_source, ground_truth=episode.ground_truth,
-                         image_text=self._image_text[:IMAGE_TEXT_MAX_CHARS] or None)
+                         image_text=self._image_text[:IMAGE_TEXT_MAX_CHARS] or None,
+                         follow_up=episode.follow_up.to_dict() if episode.follow_up is not None else None)
 
         successful: list[dict] = []
         failed: list[dict] = []
@@ -326,15 +360,21 @@ class EpisodeLoop:
         if method.uses_memory and manager is not None and episode.memory_text is None:
             recalled = recall(self.store, question, episode.namespace, min_similarity=s.taught_min_similarity,
                               caption=caption)
-            taught = recalled.taught
+            # A person's plan is researched as written: an answer taught for the question does not replace it.
+            taught = recalled.taught if episode.plan_source != PERSON else None
             successful, failed = self._retrieve(episode, manager, caption)
             yield MemoriesRetrieved(run_id, successful=successful, failed=failed,
                                     taught=taught.to_dict() if taught else None, near_taught=recalled.near_dict())
 
         run_tools = offered_tools(self.tools, has_image=bool(episode.image), namespace=episode.namespace)
         outcome = self.outcome = EpisodeOutcome(taught=taught)
+        from_thread = False
+        if taught is None and episode.follow_up is not None and episode.follow_up.passages and episode.plan_steps is None:
+            from_thread = yield from self._answer_from_thread(episode, caption, run_tools)
         if taught is not None:
             yield from self._from_taught(episode, taught, caption, run_tools)
+        elif from_thread:
+            pass  # answered from what the thread found before: nothing more to research
         elif s.answer_candidates > 1 and method.plans and episode.plan_steps is None:
             yield from self._research_candidates(episode, planner, successful, failed, caption, run_tools, deadline)
             outcome = self.outcome
@@ -449,6 +489,8 @@ class EpisodeLoop:
         steps_done: list[str] = []
         if episode.plan_steps is not None:
             steps_done = list(episode.plan_steps)
+            if episode.plan_source == PERSON:
+                yield self._person_plan(episode)
         elif method.plans:
             first_planner = self._first_planner(planner, successful, failed)
             memories_text = episode.memory_text if episode.memory_text is not None else method.planner_text(successful, failed)
@@ -469,7 +511,8 @@ class EpisodeLoop:
         yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
         outcome.first_answer = session.answer
 
-        for round_no in range(1, (s.reflections if method.reflects else 0) + 1):
+        # A person's plan of steps is not supplemented by the Planner's.
+        for round_no in range(1, (s.reflections if method.reflects and episode.plan_source != PERSON else 0) + 1):
             if session.limit_reached(deadline):
                 break
             reflection = planner.reflect(question, session.answer, session.trace_text(),
@@ -521,6 +564,41 @@ class EpisodeLoop:
         outcome.first_answer = outcome.answer = draft
         return True
 
+    def _answer_from_thread(self, episode: EpisodeInput, caption: str | None,
+                            run_tools: dict) -> Generator[Event, None, bool]:
+        """A follow-up, before any plan: its answer read from the passages its thread found before (its
+        session holds them). When a sentence of theirs states the answer, and it is not what the question
+        itself names, the run answers with it, cited, without a search; returns whether it did. Otherwise
+        it says so and the question is researched as usual, those passages still in its session."""
+        question, outcome = episode.question, self.outcome
+        session = self._session(episode, run_tools)
+        session.start(question, [], self._executor_caption(caption))
+        answer = yield from session.read_answer(question)
+        reused = episode.follow_up.passages
+        stated = bool(answer) and not restates_its_subject(answer, question) and bool(
+            stating_sentence(answer, question, reused))
+        if not stated:
+            yield Recovery(self.run_id, turn=session.turn_count, routine=True,
+                           reason=f"no passage the thread found before states an answer ({answer!r} read)",
+                           action="researching the follow-up with those passages kept in view")
+            return False
+        yield Recovery(self.run_id, turn=session.turn_count, routine=True,
+                       reason="a passage the thread found before states the answer",
+                       action="answered from it, without a new search")
+        outcome.session, outcome.from_thread = session, True
+        yield session.answer_with(answer)
+        yield from session.report_steps()
+        outcome.first_answer = outcome.answer = answer
+        return True
+
+    def _person_plan(self, episode: EpisodeInput) -> PlanReady:
+        """The event of a plan the person reviewed: researched as written."""
+        steps = list(episode.plan_steps or [])
+        plan = PlanReady(self.run_id, text=plan_text(steps), steps=steps, planner_model="the person",
+                         source=PERSON, drafted=list(episode.drafted_plan) if episode.drafted_plan is not None else None)
+        self.outcome.plans.append(plan)
+        return plan
+
     def _research_by_hops(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
                           caption: str | None, run_tools: dict, deadline: float,
                           candidate: tuple[int, int] | None = None) -> Iterator[Event]:
@@ -536,8 +614,10 @@ class EpisodeLoop:
         worked = ""
         in_document = (self._document_stating(question, run_tools)
                        if episode.plan_steps is None and candidate is None else None)
-        if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1): its hops as written
+        if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1, a person's plan): its hops as written
             subquestions = list(episode.plan_steps)
+            if episode.plan_source == PERSON:
+                yield self._person_plan(episode)
         elif in_document is not None:
             plan = PlanReady(run_id, text=f"1. {question}", steps=[question], planner_model="",
                              chosen=f"one of your documents matches the question ({in_document}): researched as one "
@@ -561,7 +641,9 @@ class EpisodeLoop:
         session = outcome.session = self._session(episode, run_tools)
         yield from self._show_reading_example(session, successful)
         hops = outcome.hops = hops_from(subquestions)
-        one_hop = len(hops) == 1
+        # A person's single sub-question that is not the question itself is what they chose to ask: it is
+        # researched as a hop, and the question read over what it found.
+        one_hop = len(hops) == 1 and (episode.plan_source != PERSON or hops[0].template.strip() == question.strip())
         # A single hop is not shown to the Executor's turns: the small model copies a plan step into its
         # query (on `train`: "Who is the fictional MI6 agent created by Ian Fleming in 1952?" where the
         # Executor alone searched "Ian Fleming").
@@ -675,6 +757,8 @@ class EpisodeLoop:
         if self._image_text:
             session.passages.append(image_text_passage(self._image_text))
             session.image_heading = image_heading(self._image_text)
+        if episode.follow_up is not None and episode.follow_up.passages:
+            session.reuse(episode.follow_up.passages)
         return session
 
     def _from_taught(self, episode: EpisodeInput, taught: TaughtAnswer, caption: str | None,
@@ -719,6 +803,17 @@ class EpisodeLoop:
             yield self._consolidate(manager, episode, caption, outcome, verdict, used_ids)
         yield RunFinished(run_id, answer=answer, stats=self.meter.snapshot())
 
+    @staticmethod
+    def _follow_up_fields(episode: EpisodeInput) -> dict:
+        """What a memory records of the run's steering: the Planner's draft a person's plan was made from,
+        and for a follow-up, its thread and the question as the person typed it."""
+        fields = {}
+        if episode.plan_source == PERSON and episode.drafted_plan is not None:
+            fields["planner_draft"] = list(episode.drafted_plan)
+        if episode.follow_up is not None:
+            fields["follow_up"] = {key: value for key, value in episode.follow_up.to_dict().items() if key != "reused"}
+        return fields
+
     def _consolidate(self, manager: Manager, episode: EpisodeInput, caption, outcome: EpisodeOutcome, verdict,
                      used_ids: list[str]) -> MemoryStored:
         session, question, answer = outcome.session, episode.question, outcome.answer
@@ -744,8 +839,10 @@ class EpisodeLoop:
                 searched=sorted({p.get("url") or p["title"] for p in session.passages}),
                 trajectory=f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
                 decomposition=[hop.to_dict() for hop in outcome.hops] or None,
-                extra=taught_fields(answer=outcome.taught.answer, user=outcome.taught.by, at=outcome.taught.at,
-                                    how=outcome.taught.how, evidence=outcome.taught.evidence) if outcome.taught else {},
+                plan_source=episode.plan_source or "",
+                extra={**(taught_fields(answer=outcome.taught.answer, user=outcome.taught.by, at=outcome.taught.at,
+                                        how=outcome.taught.how, evidence=outcome.taught.evidence) if outcome.taught else {}),
+                       **self._follow_up_fields(episode)},
             ),
         )
         memory = consolidation.memory

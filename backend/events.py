@@ -30,7 +30,7 @@ class Event:
 @dataclass
 class RunStarted(Event):
     kind: ClassVar[str] = "run_started"
-    later_fields: ClassVar[tuple[str, ...]] = ("image_text",)
+    later_fields: ClassVar[tuple[str, ...]] = ("image_text", "follow_up")
     question: str
     namespace: str
     image: str | None = None
@@ -38,6 +38,9 @@ class RunStarted(Event):
     caption_source: str | None = None  # "user" | "image-search" | "vision-model" | None, "+ocr" when OCR read text
     ground_truth: str | None = None
     image_text: str | None = None  # the text OCR read in the image (neutralised, capped); None: none read, or an older log
+    # A follow-up (backend.follow_up.FollowUpContext.to_dict): its thread, the run it follows, the question as the person
+    # typed it, how it was read with the thread, and the earlier passages reused; None: a question of its own
+    follow_up: dict | None = None
 
 
 @dataclass
@@ -58,13 +61,15 @@ class MemoriesRetrieved(Event):
 @dataclass
 class PlanReady(Event):
     kind: ClassVar[str] = "plan"
-    later_fields: ClassVar[tuple[str, ...]] = ("chosen",)
+    later_fields: ClassVar[tuple[str, ...]] = ("chosen", "source", "drafted")
     text: str
     steps: list[str]
     revision: int = 0  # 0 = the first blueprint, 1.. = supplementary plans after reflection
     recovered: str | None = None  # set when the model's text gave no steps and a recovery was used
     planner_model: str = ""  # which model wrote it (the Manager's while memory is sparse)
     chosen: str | None = None  # how it was chosen among several written (agent.plan_candidates); None: the only one
+    source: str | None = None  # "person": the person reviewed it before it ran and it was researched as written; None: the Planner's
+    drafted: list[str] | None = None  # a person's plan: the Planner's draft it was made from (the same steps when kept as drafted)
 
 
 @dataclass

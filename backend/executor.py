@@ -96,6 +96,7 @@ class ExecutorSession(AnswerReading):
         self.image = image
         self.image_heading = ""  # the heading of the text OCR read in the image (backend.image_gaps)
         self._image_text_shown: str | None = None  # its passage's title once the first turn shows it
+        self.thread_passages: list[dict] = []  # a follow-up: the thread's earlier passages, shown in the first turn (reuse)
         self.turns: list[_Turn] = []
         self.steps: list[Step] = []
         self._steps_reported = 0
@@ -128,6 +129,7 @@ class ExecutorSession(AnswerReading):
         """The passages the conversation shows in full, by title, each once."""
         shown = self._responses_in_full()
         image = [self._image_text_shown] if self._image_text_shown else []
+        image += [p["title"] for p in self.thread_passages]
         return list(dict.fromkeys(image + [title for i in sorted(shown) for title in self.turns[i].titles]))
 
     def _sees_every_result(self) -> bool:
@@ -149,6 +151,14 @@ class ExecutorSession(AnswerReading):
         image_text = self._image_text()
         self._image_text_shown = image_text["title"] if image_text else None
         self._append_user(prompts.question_turn(question, plan_steps, caption, context, image_text))
+        if self.thread_passages:
+            self._append_user(prompts.thread_passages_text(self.thread_passages))
+
+    def reuse(self, passages: list[dict]) -> None:
+        """A follow-up's session: the thread's earlier passages are evidence here as the search results
+        are (the reader reads them, an answer cites them), and the first turn shows them."""
+        self.thread_passages = [dict(p) for p in passages]
+        self.passages.extend(self.thread_passages)
 
     def _image_text(self) -> dict | None:
         """The passage of the text OCR read in the question's image (the first turn shows it whole)."""

@@ -381,6 +381,8 @@ def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, lis
             weak = next((hop for hop in hops if not hop.get("sentence")), None)
             outcome = (f"the answer was wrong; no retrieved sentence stated hop {weak['number']}'s answer" if weak
                        else "the answer was wrong although a sentence stated every hop's answer")
+        if memory.get("plan_source") == "person":
+            outcome += "; a person wrote this plan"
         examples.append((memory["question"], [hop["template"] for hop in hops], outcome))
     return examples[:limit]
 

@@ -168,6 +168,7 @@ def memory_to_dict(scored, min_similarity: float | None = None) -> dict:
         "strategy": strategy,
         "taught": taught_of(provenance),
         "decomposition": provenance.get("decomposition"),  # a plan of sub-questions, as researched (backend.hops)
+        "plan_source": provenance.get("plan_source"),  # "person": a plan the person reviewed (backend.plan_review)
     }
 
 

@@ -37,6 +37,7 @@ class Provenance:
     sources: list[str] = field(default_factory=list)  # what the answer cites: a URL, a wiki title or a document
     searched: list[str] = field(default_factory=list)  # every page the run's searches returned
     decomposition: list[dict] | None = None  # a plan of sub-questions as researched (backend.hops)
+    plan_source: str = ""  # "person": the person reviewed the plan and it was researched as written (backend.plan_review)
     signal: str = ""  # learning: where the signal came from ("feedback:<run>", "stream")
     signal_kind: str = ""  # learning: "ground_truth" | "thumbs" ...
     planner_version: str = ""  # learning: the Planner version that wrote the plan
@@ -61,11 +62,13 @@ class Provenance:
                           searched=list(self.searched), method=self.method)
         if self.decomposition:
             stored["decomposition"] = self.decomposition
+        if self.plan_source:
+            stored["plan_source"] = self.plan_source
         return {**stored, **self.extra}
 
 
 _TEXT = ("origin", "answer", "first_answer", "verdict_source", "trajectory", "run_id", "method", "judge_verdict",
-         "judge_method", "signal", "signal_kind", "planner_version")
+         "judge_method", "signal", "signal_kind", "planner_version", "plan_source")
 _TEXT_LISTS = ("memories_used", "judge_feedback", "sources", "searched")
 _KNOWN = {f.name for f in fields(Provenance)} | {"source"}
 

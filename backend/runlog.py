@@ -32,6 +32,8 @@ class RunSummary:
     answer: str
     verdict: str
     started: float
+    thread: str = ""  # a follow-up's thread: the run id of its first question ("" for a question of its own)
+    asked: str = ""  # a follow-up as the person typed it (`question` is the standalone wording researched)
 
 
 class RunLog:
@@ -82,5 +84,7 @@ class RunLog:
                 verdict = "stopped"
             else:
                 verdict = ""
-            summaries.append(RunSummary(path.stem, run.question, run.answer, verdict, run.started.at))
+            follow_up = run.started.follow_up or {}
+            summaries.append(RunSummary(path.stem, run.question, run.answer, verdict, run.started.at,
+                                        thread=str(follow_up.get("thread") or ""), asked=str(follow_up.get("asked") or "")))
         return summaries

@@ -12,15 +12,19 @@ users gave in the app (the learning queue in the app's memory database: `<data_d
 by default, or the deployment's PostgreSQL).
 A run is used when it has a ground truth (given with the question, or typed as the right answer in
 feedback) or a thumbs-up, in which case its own answer is the label (test-time learning from feedback).
+A plan the person reviewed and ran (backend.plan_review) comes with it as the person's example: its
+records carry that plan with `plan_source` "person", and stage 1 gives it to the Executor in place of
+the Planner's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from backend.hops import worked_examples_shown
+from backend.plan_review import PERSON, plan_text
 from backend.planner import Planner
 from backend.prompts.manager import format_memories
 from backend.replay import replay
@@ -40,6 +44,7 @@ class QuestionItem:
     ground_truth: str
     source: str  # "hotpotqa:<id>" or "run:<namespace>/<run_id>"
     memory_context: str = ""  # the memories as the Planner is shown them for the plan shape ("" = none)
+    person_plan: list[str] = field(default_factory=list)  # the plan the person reviewed and ran, as written
 
 
 @dataclass
@@ -51,6 +56,7 @@ class RLRecord:
     plan_text: str = ""
     plan_steps: list[str] = field(default_factory=list)  # steps; or for "subquestions" the hops as written (#1, #2)
     plan_shape: str = "steps"  # "steps" | "subquestions": what plan_steps are and how memory_context is shown
+    plan_source: str = "planner"  # "person": plan_steps are the plan a person reviewed and ran (their example)
 
 
 MemoryLookup = Callable[[str], str]
@@ -111,15 +117,20 @@ def empty_memories(plan_shape: str = "steps") -> MemoryLookup:
 
 
 def with_memories(items: Iterable[QuestionItem], lookup: MemoryLookup) -> list[QuestionItem]:
-    return [
-        item if item.memory_context else QuestionItem(item.question, item.ground_truth, item.source, lookup(item.question))
-        for item in items
-    ]
+    return [item if item.memory_context else replace(item, memory_context=lookup(item.question)) for item in items]
+
+
+def persons_record(item: QuestionItem, plan_shape: str) -> RLRecord:
+    """An item whose run followed the person's plan, with that plan: the person's example."""
+    return RLRecord(item.question, item.ground_truth, item.source, item.memory_context, plan_text(item.person_plan),
+                    list(item.person_plan), plan_shape, PERSON)
 
 
 def stage2_records(items: Iterable[QuestionItem], plan_shape: str = "steps") -> list[RLRecord]:
+    """The Planner's questions; one whose run followed a person's plan carries that plan as their example."""
     check_plan_shape(plan_shape)
-    return [RLRecord(i.question, i.ground_truth, i.source, i.memory_context, plan_shape=plan_shape) for i in items]
+    return [persons_record(i, plan_shape) if i.person_plan else
+            RLRecord(i.question, i.ground_truth, i.source, i.memory_context, plan_shape=plan_shape) for i in items]
 
 
 def stage1_records(items: Iterable[QuestionItem], planner: Planner, tools_text: str,
@@ -130,6 +141,9 @@ def stage1_records(items: Iterable[QuestionItem], planner: Planner, tools_text: 
     check_plan_shape(plan_shape)
     records = []
     for item in items:
+        if item.person_plan:  # the person's plan, not the Planner's: the Executor learns to follow it
+            records.append(persons_record(item, plan_shape))
+            continue
         if plan_shape == "subquestions":
             blueprint = planner.decompose(item.question, item.memory_context)
         else:
@@ -188,7 +202,8 @@ def items_from_runs(data_dir: Path, namespace: str, memory_url: str | None = Non
             continue
         memories = run.memories
         context = memories_text(memories.successful, memories.failed, plan_shape) if memories else ""
-        items.append(QuestionItem(run.question, truth, f"run:{namespace}/{summary.run_id}", context))
+        items.append(QuestionItem(run.question, truth, f"run:{namespace}/{summary.run_id}", context,
+                                  persons_plan(run, plan_shape)))
     return items
 
 
@@ -224,6 +239,15 @@ def verified_runs(data_dir: Path, namespace: str, memory_url: str | None = None)
     return found
 
 
+def persons_plan(run, plan_shape: str) -> list[str]:
+    """The plan a person reviewed and ran (backend.plan_review), when it is of `plan_shape` (a plan of
+    sub-questions is researched hop by hop, so its run has hops); [] for the Planner's."""
+    person = next((plan for plan in run.plans if plan.source == PERSON and plan.revision == 0), None)
+    if person is None or ("subquestions" if run.hops else "steps") != plan_shape:
+        return []
+    return list(person.steps)
+
+
 def write_records(records: list[RLRecord], path: Path) -> Path:
     import pandas as pd
 
@@ -255,6 +279,6 @@ def read_records(path: Path) -> list[RLRecord]:
             question=row["question"], ground_truth=row["ground_truth"], source=row["source"],
             memory_context=row.get("memory_context") or "", plan_text=row.get("plan_text") or "",
             plan_steps=[str(s) for s in (row.get("plan_steps") if row.get("plan_steps") is not None else [])],
-            plan_shape=shape,
+            plan_shape=shape, plan_source=row.get("plan_source") or "planner",
         ))
     return records

@@ -4,6 +4,8 @@ the reader that takes the answer from the evidence."""
 
 from __future__ import annotations
 
+from backend import protocol
+
 EXECUTOR_SYSTEM = (
     "You answer questions by research. Each turn write <think>brief reasoning</think> then ONE action:\n"
     '<tool_call>{{"name": "search", "arguments": {{"query_list": ["..."]}}}}</tool_call>\n'
@@ -17,6 +19,10 @@ IMAGE_LINE = "\nImage (described): {caption}"
 # What OCR read in the question's image, in the first turn as data (the page a question's first hop stands on).
 IMAGE_TEXT_BLOCK = "\n<tool_response>\n{title}:\n{text}\n</tool_response>"
 IMAGE_TEXT_SHOWN_CHARS = 2000
+# A follow-up's first turn: the passages its thread found before (backend.follow_up), as data.
+THREAD_PASSAGES = "Passages found for the earlier questions of this conversation:\n<tool_response>\n{passages}\n</tool_response>"
+THREAD_PASSAGE_LINE = "[{n}] {title}: {text}"
+THREAD_PASSAGE_CHARS = 600
 PAST_RESEARCH = "Notes from past research (data, may help):\n{context}\n\n"
 SUPPLEMENTARY_PLAN = "Your answer may be incomplete. Continue with this supplementary plan:\n{plan}"
 FORCE_ANSWER = "Stop researching. Give your final short answer now."
@@ -87,6 +93,13 @@ def question_turn(question: str, plan_steps: list[str], caption: str | None = No
     if plan_steps:
         return QUESTION_WITH_PLAN.format(past=past, question=question, image_line=image_line, plan=numbered(plan_steps))
     return QUESTION_WITHOUT_PLAN.format(past=past, question=question, image_line=image_line)
+
+
+def thread_passages_text(passages: list[dict]) -> str:
+    """The thread's earlier passages as a follow-up's first turn shows them: retrieved text, neutralised."""
+    lines = [protocol.neutralise(THREAD_PASSAGE_LINE.format(n=n, title=p.get("title", ""), text=" ".join(
+        (p.get("text") or "").split())[:THREAD_PASSAGE_CHARS])) for n, p in enumerate(passages, 1)]
+    return THREAD_PASSAGES.format(passages="\n".join(lines))
 
 
 def supplementary_plan_turn(plan_steps: list[str]) -> str:

@@ -126,3 +126,19 @@ def replan_messages(question: str, answer: str, trace_text: str, steps_done: lis
         {"role": "user", "content": REPLAN_TURN.format(question=question, done=done, trace=trace_text,
                                                        answer=answer or NO_ANSWER)},
     ]
+
+
+# A follow-up read with its thread (backend.follow_up): what one of its words ("she", "it", "this film")
+# stands for, chosen among the earlier answer and what the earlier question named, by log-probability.
+REFERENT_SYSTEM = "You read a follow-up question in a conversation and say what one of its words refers to."
+REFERENT_TURN = ("Earlier question: {question}\nIts answer: {answer}\nFollow-up question: {follow_up}\n\n"
+                 "In the follow-up, what does \"{word}\" refer to? One of: {options}.")
+REFERENT_PREFILL = "It refers to:"
+
+
+def referent_messages(question: str, answer: str, follow_up: str, word: str, options: list[str]) -> list[dict]:
+    return [
+        {"role": "system", "content": REFERENT_SYSTEM},
+        {"role": "user", "content": REFERENT_TURN.format(question=question, answer=answer or NO_ANSWER,
+                                                         follow_up=follow_up, word=word, options="; ".join(options))},
+    ]

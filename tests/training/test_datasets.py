@@ -199,3 +199,33 @@ def test_sub_question_memories_are_the_worked_examples_the_app_shows(tmp_path):
         runlog.append("alice", event)
     (run_item,) = items_from_runs(tmp_path, "alice", plan_shape="subquestions")
     assert run_item.memory_context == worked_examples_text(worked_examples([shown])) == expected
+
+
+def test_a_plan_the_person_edited_is_their_example_in_both_stages(tmp_path):
+    from backend.events import HopAnswered
+
+    from tests.training.hops_example import FESTIVAL, HOPS
+
+    mine = [HOPS[0], "On which island was #1 supposed to take place?"]
+    runlog = RunLog(tmp_path / "runs")
+    for event in (RunStarted("p1", question=FESTIVAL, namespace="alice", ground_truth="Great Exuma"),
+                  PlanReady("p1", text="1. ...", steps=mine, source="person", drafted=HOPS),
+                  HopAnswered("p1", turn=1, number=1, template=mine[0], question=mine[0], answer="Fyre Festival"),
+                  AnswerReady("p1", text="Great Exuma")):
+        runlog.append("alice", event)
+    _log_run(runlog, "alice", "r1", "Who wrote Hamlet?", "Shakespeare", truth="William Shakespeare")
+    items = {item.source: item for item in items_from_runs(tmp_path, "alice", plan_shape="subquestions")}
+    assert items["run:alice/p1"].person_plan == mine and items["run:alice/r1"].person_plan == []
+    assert items_from_runs(tmp_path, "alice", plan_shape="steps")[0].person_plan == []  # a plan of another shape
+
+    class NoPlanner:  # stage 1 takes the person's plan: the Planner is not asked
+        def decompose(self, *args, **kwargs):
+            raise AssertionError("the Planner was asked for a plan the person wrote")
+
+    (record,) = stage1_records(with_memories([items["run:alice/p1"]], empty_memories("subquestions")), NoPlanner(), "",
+                               "subquestions")
+    assert (record.plan_steps, record.plan_source, record.plan_text) == (mine, "person", "1. " + mine[0] + "\n2. " + mine[1])
+    stage2 = stage2_records(items.values(), "subquestions")
+    assert sorted((r.source, r.plan_source, r.plan_steps) for r in stage2) == [
+        ("run:alice/p1", "person", mine), ("run:alice/r1", "planner", [])]
+    assert read_records(write_records(stage2, tmp_path / "stage2.parquet")) == stage2

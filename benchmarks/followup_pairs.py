@@ -1,0 +1,311 @@
+"""Follow-ups against the full question: HotpotQA `train` bridge questions asked as a thread of two, the
+first hop and then the second as a follow-up that names the first hop's answer only by a pronoun, and,
+paired on the same questions, the full question typed at once.
+
+The pairs are built by rule from each question's supporting facts (`build_pairs`): the bridge page is
+the supporting page the question does not name (its answer is the first hop's), the other page is the
+one it names. The bridge phrase is the question's noun phrase whose head word the bridge page's first
+sentence uses ("the scientist who invented the Tribometer": "Pieter van Musschenbroek was a Dutch
+scientist"). Then, by where the phrase stands:
+
+  relative   "Renzo Gracie has a victory over the UFC champion who was one of the pioneers of what
+             sports organization?" -> "Who is the UFC champion Renzo Gracie has a victory over?", then
+             "He was one of the pioneers of what sports organization?"
+  object     "What is the nationality of the scientist who invented the Tribometer?" -> "Who is the
+             scientist who invented the Tribometer?", then "What is his nationality?"
+  subject    "The creator of the Lisa Simpson character was born in what year?" -> "Who is the creator
+             of the Lisa Simpson character?", then "He was born in what year?" (also after an auxiliary:
+             "How many records did the singer who sang ... sell worldwide?": "... did she sell ...?")
+
+The pronoun is "it" for a thing, "he" or "she" for a person (by the pronouns of the bridge page). The
+thread is asked as the app asks it: the first question, then the follow-up made standalone with its
+thread (backend.follow_up) and its passages reused. Each arm runs in fresh namespaces (cold memory).
+It prints judge accuracy both ways with the exact McNemar test, seconds and searches per question, how
+often the first hop was right and how often the follow-up was answered without a new search. Rows are
+written as they finish, so a stopped run goes on where it stopped.
+
+    .venv/bin/python benchmarks/followup_pairs.py --pairs         # the pairs the rule builds
+    .venv/bin/python benchmarks/followup_pairs.py --limit 100     # the default model: hours on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN_FILES = (REPO / "data" / "hotpotqa" / "train.jsonl", REPO / "data" / "hotpotqa" / "train-extra.jsonl")
+DEFAULT_OUT = REPO / ".mia" / "followup-pairs"
+
+_TOKEN = re.compile(r"[\w'’.&-]+|[^\w\s]")
+_DETERMINERS = {"the", "a", "an", "this"}
+_RELATIVE = {"who", "that", "which", "whose"}
+_AUXILIARIES = {"was", "is", "were", "are", "has", "have", "had", "did", "does", "do"}
+_PREPOSITIONS = {"of", "for", "by", "in", "from", "with", "at", "on", "to", "about", "after", "near", "over"}
+_ASKING = {"what", "which", "who", "whom", "when", "where", "how"}
+_FUNCTION = _RELATIVE | _AUXILIARIES | _PREPOSITIONS | _ASKING | _DETERMINERS | {"and", "or", "as", "whom"}
+_QUOTES = {'"', "'", "”", "“", "’"}
+
+
+@dataclass
+class ThreadPair:
+    id: str
+    question: str  # the full question
+    answer: str
+    first_question: str  # asks for the bridge page's entity
+    first_answer: str  # the bridge page's title
+    follow_up: str  # the rest of the question, the bridge named by a pronoun
+    rule: str  # "relative" | "object" | "subject"
+
+
+def _base(title: str) -> str:
+    return re.sub(r"\s*\(.*?\)\s*$", "", title).strip()
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[\w'’-]+", text)]
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def _is_person(sentences: list[str]) -> tuple[bool, str]:
+    """Whether a page is about a person, and the pronoun its text uses for them."""
+    text = " " + " ".join(sentences).lower() + " "
+    he = len(re.findall(r"\b(?:he|his|him)\b", text))
+    she = len(re.findall(r"\b(?:she|her|hers)\b", text))
+    person = "(born" in text or he + she >= 2
+    return person, "she" if she > he else "he"
+
+
+_OBJECT = {"he": "him", "she": "her", "it": "it"}
+_POSSESSIVE = {"he": "his", "she": "her", "it": "its"}
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def pair_of(record: dict) -> ThreadPair | None:
+    """The thread pair the rule builds from one bridge question, or None where it builds none."""
+    question = " ".join(record["question"].split())
+    titles = list(dict.fromkeys(record["supporting_facts"]["title"]))
+    if record.get("type") != "bridge" or len(titles) != 2 or not question.endswith("?"):
+        return None
+    lowered, answer = question.lower(), record["answer"]
+    bridge = [t for t in titles if _base(t).lower() not in lowered and answer.lower() not in _base(t).lower()]
+    named = [t for t in titles if t not in bridge]
+    if len(bridge) != 1 or len(named) != 1:
+        return None
+    pages = dict(zip(record["context"]["title"], record["context"]["sentences"]))
+    bridge_text = pages.get(bridge[0], [])
+    category = set(_words(" ".join(bridge_text[:1])))
+    named_words = {w for w in _words(_base(named[0])) if w not in _FUNCTION}
+    person, pronoun = _is_person(bridge_text)
+    pronoun = pronoun if person else "it"
+    who = "Who" if person else "What"
+    tokens = _tokens(question)
+    low = [t.lower() for t, _, _ in tokens]
+    is_named = [t.strip("'’") in named_words or re.sub(r"['’]s$", "", t) in named_words for t in low]
+
+    def head_of_bridge(d: int) -> bool:
+        """The noun phrase at `d` is headed by a word the bridge page's first sentence uses (not a name's)."""
+        return any(w in category or w.rstrip("s") in category for w in low[d + 1:d + 4]
+                   if w.isalpha() and w not in _FUNCTION and w not in named_words and len(w) > 2)
+
+    built = None
+    # relative: a statement about the named thing, ending "... <the head> who/that/whose/<participle> ... what ...?"
+    if low[0] not in _ASKING | _AUXILIARIES | {"in", "on", "at", "during", "name", "for"}:
+        for d in range(1, len(tokens)):
+            if low[d] not in _DETERMINERS or not head_of_bridge(d) or not any(is_named[:d]):
+                continue
+            k = d + 1
+            while (k < len(tokens) and low[k] not in _RELATIVE and low[k] not in _FUNCTION and low[k].isalpha()
+                   and not (k > d + 1 and low[k].endswith("ed"))):
+                k += 1
+            if (k >= len(tokens) or k == d + 1 or not (low[k] in _RELATIVE or low[k].endswith("ed"))
+                    or not any(w in _ASKING for w in low[k + 1:])):
+                continue
+            head = question[tokens[d + 1][1]:tokens[k - 1][2]]
+            clause = question[:tokens[d][1]].strip().rstrip(",")
+            rest = question[tokens[k + 1][1]:] if low[k] in _RELATIVE else question[tokens[k][1]:]
+            if low[k] == "whose":
+                follow = f"{_cap(_POSSESSIVE[pronoun])} {rest}"
+            elif low[k] in _RELATIVE:
+                follow = f"{_cap(pronoun)} {rest}"
+            else:  # a participle: "... the Fox series created by whom?"
+                follow = f"{_cap(pronoun)} was {rest}"
+            built = (f"{who} is the {head} {clause}?", follow, "relative")
+            break
+    if built is None:
+        for d in range(len(tokens)):
+            if low[d] not in _DETERMINERS or not head_of_bridge(d) or question[:tokens[d][1]].count('"') % 2:
+                continue  # (a determiner inside a quoted title is the title's)
+            last = max((e for e in range(d + 1, len(tokens)) if is_named[e]
+                        and not any(low[x] in {",", "?"} | _ASKING for x in range(d + 1, e))), default=None)
+            if last is None:
+                continue
+            while last + 1 < len(tokens) and tokens[last + 1][0] in _QUOTES:
+                last += 1
+            after = low[last + 1] if last + 1 < len(tokens) else "?"
+            phrase = question[tokens[d][1]:tokens[last][2]]
+            before, tail = question[:tokens[d][1]], question[tokens[last][2]:]
+            if after == "?" and d > 0:
+                of = re.search(r"\bthe ([\w'’ -]{1,40}?) of\s*$", before, re.IGNORECASE)
+                if of:  # "the nationality of <the phrase>": "his nationality"
+                    follow = before[:of.start()] + f"{_POSSESSIVE[pronoun]} {of.group(1)}" + tail
+                else:
+                    follow = before + _OBJECT[pronoun] + tail
+                built = (f"{who} is {phrase}?", follow, "object")
+            elif d == 0 and after in _AUXILIARIES:
+                built = (f"{who} is {phrase[:1].lower() + phrase[1:]}?", _cap(pronoun) + tail, "subject")
+            elif d > 0 and low[d - 1] in ("did", "does", "do") and after.isalpha() and after not in _FUNCTION:
+                # "How many records did <the singer who sang X> sell?": "did she sell"
+                built = (f"{who} is {phrase}?", before + pronoun + tail, "subject")
+            if built is not None:
+                break
+    if built is None:
+        return None
+    first, follow, rule = built
+    if answer.lower() in first.lower() or _base(bridge[0]).lower() in answer.lower() or not re.search(rf"\b(?:{pronoun}|{_OBJECT[pronoun]}|{_POSSESSIVE[pronoun]})\b",
+                                                        follow, re.IGNORECASE):
+        return None
+    return ThreadPair(record["id"], question, answer, " ".join(first.split()), _base(bridge[0]),
+                      " ".join(follow.split()), rule)
+
+
+def build_pairs(paths=TRAIN_FILES, limit: int = 100) -> list[ThreadPair]:
+    """Up to `limit` thread pairs, in file order, from the bridge questions of `paths`."""
+    pairs = []
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip() and len(pairs) < limit:
+                pair = pair_of(json.loads(line))
+                if pair is not None:
+                    pairs.append(pair)
+    return pairs
+
+
+def _searches(events) -> int:
+    from backend.events import ToolCalled
+
+    return sum(1 for event in events if isinstance(event, ToolCalled) and event.name.endswith("search"))
+
+
+def _verdict(events) -> str:
+    from backend.replay import replay
+
+    run = replay(events)
+    return run.verdict.label if run.verdict is not None else ("failed" if run.failure is not None else "none")
+
+
+def ask_pair(agent, pair: ThreadPair, number: int) -> dict:
+    """One pair both ways: as a thread (the first question, then the follow-up read with it) and as the
+    full question, each in a fresh namespace."""
+    from backend.agent import RunRequest
+    from backend.follow_up import FollowUp
+    from backend.replay import replay
+
+    started = time.perf_counter()
+    first = list(agent.run(RunRequest(pair.first_question, namespace=f"thread-{number}",
+                                      ground_truth=pair.first_answer)))
+    made = agent.read_follow_up(pair.follow_up, f"thread-{number}", first[0].run_id)
+    follow = list(agent.run(RunRequest(made.question, namespace=f"thread-{number}", ground_truth=pair.answer,
+                                       follow_up=FollowUp(first[0].run_id, pair.follow_up, made.how))))
+    thread_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    full = list(agent.run(RunRequest(pair.question, namespace=f"full-{number}", ground_truth=pair.answer)))
+    full_seconds = time.perf_counter() - started
+    return {"id": pair.id, "rule": pair.rule, "first_answer": replay(first).answer,
+            "first_right": _verdict(first) == "correct", "rewritten": made.question,
+            "rewrite_named_the_bridge": pair.first_answer.lower() in made.question.lower(),
+            "model_chose": made.model_called, "thread_answer": replay(follow).answer,
+            "thread_right": _verdict(follow) == "correct", "thread_seconds": round(thread_seconds, 2),
+            "thread_searches": _searches(first) + _searches(follow), "follow_up_searches": _searches(follow),
+            "full_answer": replay(full).answer, "full_right": _verdict(full) == "correct",
+            "full_seconds": round(full_seconds, 2), "full_searches": _searches(full)}
+
+
+def run_pairs(agent, pairs: list[ThreadPair], rows_path: Path, progress: bool = True) -> list[dict]:
+    """Each pair asked both ways, a row per pair in `rows_path` (JSONL); pairs already there are skipped."""
+    rows_path.parent.mkdir(parents=True, exist_ok=True)
+    done = {}
+    if rows_path.exists():
+        for line in rows_path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["id"]] = row
+    for number, pair in enumerate(pairs, 1):
+        if pair.id in done:
+            continue
+        row = ask_pair(agent, pair, number)
+        with rows_path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        done[pair.id] = row
+        if progress:
+            print(f"[{number}/{len(pairs)}] {pair.id}: thread {row['thread_right']}, full {row['full_right']}",
+                  file=sys.stderr, flush=True)
+    return [done[pair.id] for pair in pairs if pair.id in done]
+
+
+def table(rows: list[dict]) -> str:
+    from backend.eval.significance import mcnemar_exact
+
+    n = len(rows)
+    if not n:
+        return "No rows."
+    only_thread = sum(r["thread_right"] and not r["full_right"] for r in rows)
+    only_full = sum(r["full_right"] and not r["thread_right"] for r in rows)
+    lines = [f"{n} thread pairs (HotpotQA train bridge questions)", "",
+             "| asked | judge accuracy | p50 s | mean s | searches/q |", "|---|---|---|---|---|"]
+    for arm, label in (("thread", "as a thread: first hop, then the follow-up"), ("full", "the full question at once")):
+        right = sum(r[f"{arm}_right"] for r in rows)
+        seconds = [r[f"{arm}_seconds"] for r in rows]
+        lines.append(f"| {label} | {right / n:.1%} ({right}/{n}) | {statistics.median(seconds):.1f} | "
+                     f"{statistics.mean(seconds):.1f} | {statistics.mean(r[f'{arm}_searches'] for r in rows):.2f} |")
+    lines += ["", f"Paired: right only as a thread {only_thread}, only at once {only_full}; exact McNemar "
+                  f"p = {mcnemar_exact(only_thread, only_full):.3f}.",
+              f"First hop right: {sum(r['first_right'] for r in rows)}/{n}; the rewrite named the bridge: "
+              f"{sum(r['rewrite_named_the_bridge'] for r in rows)}/{n} (the model chose in "
+              f"{sum(r['model_chose'] for r in rows)}); follow-ups answered without a new search: "
+              f"{sum(r['follow_up_searches'] == 0 for r in rows)}/{n}."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=100, help="thread pairs (default 100)")
+    parser.add_argument("--pairs", action="store_true", help="print the pairs the rule builds and stop")
+    parser.add_argument("--config", help="TOML configuration (default: mia.toml)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"rows and runs (default {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    pairs = build_pairs(limit=args.limit)
+    if args.pairs:
+        for pair in pairs:
+            print(f"[{pair.rule}] {pair.question}\n  1. {pair.first_question} -> {pair.first_answer}\n"
+                  f"  2. {pair.follow_up} -> {pair.answer}")
+        print(f"{len(pairs)} pairs (of {args.limit} asked for)")
+        return 0
+    from backend.config import load_config
+    from backend.eval.runner import open_eval_runtime
+
+    runtime = open_eval_runtime(load_config(args.config), args.out)
+    try:
+        rows = run_pairs(runtime.agent, pairs, args.out / "rows.jsonl")
+    finally:
+        runtime.close()
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
