@@ -4,7 +4,7 @@ PDFium (pypdfium2) renders the page and gives its text layer's character boxes; 
 in that text (backend.tools.sentence_span) and its boxes are drawn over the page. As with parsing
 (backend.documents.parse_process), a user's bytes are never read in the app's process: a child
 process renders, niced, with its address space and processor time capped, and is killed at the
-deadline. A page whose text layer does not hold the sentence (a scan read by OCR) comes back
+deadline; at most RENDERS_AT_ONCE run at a time. A page whose text layer does not hold the sentence (a scan read by OCR) comes back
 unmarked, `found` False, and the view highlights the sentence in the page's text instead.
 """
 
@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import threading
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -28,6 +29,8 @@ PAGE_WIDTH_PX = 900  # the image's width; its height follows the page's shape
 MARK_FILL = (255, 214, 0, 90)
 MARK_LINE = (230, 120, 0, 255)
 EXIT_GRACE_S = 5.0
+RENDERS_AT_ONCE = 2
+_RENDERS = threading.BoundedSemaphore(RENDERS_AT_ONCE)
 
 _CONTEXT = multiprocessing.get_context("forkserver")  # the one parse_process uses; a fork of its server
 
@@ -51,6 +54,15 @@ def render_page(path: Path, page: int, sentence: str | None, budget: DocumentsCo
     """Page `page` (1-based) of the PDF at `path`, with `sentence` marked where its text layer holds it.
     Raises RenderError with a sentence saying what happened."""
     seconds = min(RENDER_SECONDS, budget.max_seconds)
+    if not _RENDERS.acquire(timeout=seconds):
+        raise RenderError(f"Other pages are being rendered; open page {page} again in a moment, or the file itself.")
+    try:
+        return _render_page(path, page, sentence, budget, seconds)
+    finally:
+        _RENDERS.release()
+
+
+def _render_page(path: Path, page: int, sentence: str | None, budget: DocumentsConfig, seconds: float) -> PageImage:
     receiver, sender = _CONTEXT.Pipe(duplex=False)
     child = _CONTEXT.Process(target=_render_in_child, args=(str(path), page, sentence or "", budget, seconds, sender),
                              daemon=True, name=f"render page {page}")
