@@ -15,6 +15,7 @@ import base64
 import logging
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from app.transcript import RunTranscript
 from backend.documents.errors import DocumentError
 from backend.documents.page_image import PageImage, render_page
 from backend.documents.parsing import file_format
+from backend.events import Event
 from backend.tools.sentence_span import sentence_span
 from backend.tools.struck import passage_key
 
@@ -176,16 +178,17 @@ def page_figure_html(image: PageImage, name: str, sentence: str | None) -> str:
             f'<figcaption class="muted">{escape_html(caption)}</figcaption></figure>')
 
 
-def page_images(ctx: AppContext, namespace: str, transcript: RunTranscript) -> dict[int, PageImage]:
-    """For the PDF report: by the brief's source number, each cited page of the caller's own PDFs,
-    rendered with its sentence marked (a page that cannot be read is left out)."""
+def page_images(ctx: AppContext, namespace: str, runs: Sequence[Sequence[Event]]) -> dict[int, PageImage]:
+    """For the PDF report of a thread's `runs` (its first question's run, then each follow-up's): by the
+    brief's source number, each cited page of the caller's own PDFs, rendered with its sentence marked
+    (a page that cannot be read is left out)."""
     from app.brief import compose_brief
 
     store = getattr(ctx.runtime, "documents", None)
-    if store is None or transcript.started is None:
+    if store is None or not runs:
         return {}
     images = {}
-    for source in compose_brief([transcript.events]).sources:
+    for source in compose_brief(runs).sources:
         place = document_place(source.url)
         if place is None or place.page is None or file_format(place.file) != "pdf":
             continue

@@ -69,8 +69,8 @@ def test_a_pdf_citation_opens_its_page_with_the_sentence_marked_for_its_owner_al
     assert f'<mark class="cited-sentence">{LONG}</mark>' in view.html  # and in the page's text beside it
     assert view.file is not None and ctx.files.may_read(view.file, "alice") and not ctx.files.may_read(view.file, "bob")
     assert view.opened["key"] == passage_key(retrieved) and view.opened["key"].startswith(found.url + "|")
-    assert set(page_images(ctx, "alice", transcript)) == {1}  # the PDF report shows the same marked page
+    assert set(page_images(ctx, "alice", [transcript.events])) == {1}  # the PDF report shows the same marked page
 
     other = open_citation(ctx, "bob", "bob", transcript, 1)  # alice's run's locator, asked for in bob's namespace
     assert other.file is None and "data:image/png" not in other.html and "yours to read" in other.html
-    assert page_images(ctx, "bob", transcript) == {}
+    assert page_images(ctx, "bob", [transcript.events]) == {}
