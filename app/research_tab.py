@@ -340,8 +340,7 @@ def report_downloads(ctx: AppContext, transcript: RunTranscript, user: str, name
         # A follow-up's thread is one report: its first question, then each follow-up.
         first, *follow_ups = [*transcript.earlier, transcript.events]
         feedback = None if follow_ups else transcript.feedback
-        md_path, json_path = write_report_files(first, folder, feedback=feedback, follow_ups=follow_ups,
-                                                memory=None if follow_ups else transcript.memory)
+        md_path, json_path = write_report_files(first, folder, feedback=feedback, follow_ups=follow_ups)
         images = page_images(ctx, namespace, [first, *follow_ups]) if namespace is not None else {}
         pdf_path = write_report_pdf(first, folder, feedback=feedback, follow_ups=follow_ups, page_images=images)
     except OSError as exc:
