@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     examples.add_argument("--trajectories", type=Path, nargs="*", default=[],
                           help="also the Executor's own verified trajectories (python -m training reader-trajectories)")
     examples.add_argument("--out", type=Path, default=Path(".mia/reader/examples.jsonl"))
+    examples.add_argument("--verl-dir", type=Path, help="also write them as verl's multi-turn SFT parquet files here")
     sampled = commands.add_parser("reader-trajectories",
                                   help="the Executor's own runs judged right, as reading examples (rejection sampling)")
     sampled.add_argument("--hotpotqa", type=Path, nargs="+",
@@ -202,6 +203,11 @@ def _reader_data(args: argparse.Namespace) -> None:
     for path in args.trajectories:
         rows += load_rows(path)
     digest = write_rows(rows, args.out)
+    if args.verl_dir:
+        from training.verl_recipe.sft_data import write_verl_sft
+
+        for split, path in write_verl_sft(rows, args.verl_dir).items():
+            print(f"verl SFT {split} rows: {path}")
     validation = sum(row["split"] == "validation" for row in rows)
     print(f"wrote {args.out}: {len(rows)} examples ({kept} of {len(records)} HotpotQA questions) "
           f"({validation} validation); sha256 {digest}")

@@ -82,8 +82,25 @@ def training_roles() -> dict[str, RoleConfig]:
     return {name: RoleConfig(backend="embedded", max_new_tokens=64) for name in ROLES}
 
 
+class RepoRelativePaths:
+    """Paths of a training YAML (`output_dir`, `cache_dir`, model folders): absolute, or relative to
+    the repository."""
+
+    def resolve(self, value: str) -> Path:
+        path = Path(value)
+        return path if path.is_absolute() else REPO_ROOT / path
+
+    @property
+    def output_path(self) -> Path:
+        return self.resolve(self.output_dir)
+
+    @property
+    def cache_path(self) -> Path:
+        return self.resolve(self.cache_dir)
+
+
 @dataclass
-class GRPOSettings:
+class GRPOSettings(RepoRelativePaths):
     model_dir: str = "tiny-random"  # the policy's starting weights
     partner_model_dir: str = ""  # the frozen other role (Planner in stage 1, Executor in stage 2); "" = model_dir
     judge: str = "exact"  # "exact" (the Judge's answer-match rule) | "model" (the Judge on partner_model_dir)
@@ -108,18 +125,6 @@ class GRPOSettings:
     agent: AgentConfig = field(default_factory=training_agent)
     roles: dict[str, RoleConfig] = field(default_factory=lambda: {n: training_roles()[n] for n in TRAINING_ROLES})
     rewards: RewardConfig = field(default_factory=RewardConfig)
-
-    def resolve(self, value: str) -> Path:
-        path = Path(value)
-        return path if path.is_absolute() else REPO_ROOT / path
-
-    @property
-    def output_path(self) -> Path:
-        return self.resolve(self.output_dir)
-
-    @property
-    def cache_path(self) -> Path:
-        return self.resolve(self.cache_dir)
 
     def role(self, name: str) -> RoleConfig:
         """As Config.role, so code that reads the app's config can read these settings too."""

@@ -37,6 +37,7 @@ from backend.eval.losses import record_supporting_titles
 from backend.evidence import choice_options, closed_options
 from backend.executor import ExecutorSession
 from backend.llm.base import Choice, Completion, ModelTraits
+from backend.llm.reader_adapter import file_sha256
 from backend.metering import RunMeter
 from backend.prompts import executor as prompts
 from backend.tools.corpus import HOTPOTQA_SOURCE, Document
@@ -340,14 +341,6 @@ def write_rows(rows: Iterable[dict], out: Path) -> str:
             handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
     partial.replace(out)
     return file_sha256(out)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def load_rows(path: Path) -> list[dict]:

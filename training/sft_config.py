@@ -30,15 +30,15 @@ from typing import Any
 import yaml
 
 from backend.config import ConfigError
+from training.grpo_config import RepoRelativePaths
 from training.policy import LoraSettings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL_NAMES = ("qwen", "tiny-random", "smollm2")
 DTYPES = ("float32", "bfloat16")
 
 
 @dataclass(frozen=True)
-class SFTSettings:
+class SFTSettings(RepoRelativePaths):
     model: str = "qwen"
     weights_dtype: str = "float32"
     data: str = ".mia/reader/examples.jsonl"
@@ -57,21 +57,9 @@ class SFTSettings:
     lora: LoraSettings = field(default_factory=lambda: LoraSettings(r=16, alpha=32, dropout=0.05))
     lora_layers: int = 8
 
-    def resolve(self, value: str) -> Path:
-        path = Path(value)
-        return path if path.is_absolute() else REPO_ROOT / path
-
     @property
     def data_path(self) -> Path:
         return self.resolve(self.data)
-
-    @property
-    def output_path(self) -> Path:
-        return self.resolve(self.output_dir)
-
-    @property
-    def cache_path(self) -> Path:
-        return self.resolve(self.cache_dir)
 
 
 def _check(settings: SFTSettings) -> SFTSettings:
@@ -114,11 +102,12 @@ def load_sft_settings(path: Path, **overrides: Any) -> SFTSettings:
         raise ConfigError(f"{path}: lora takes r, alpha and dropout.")
     try:
         settings = SFTSettings(**raw, lora=LoraSettings(**{**{"r": 16, "alpha": 32, "dropout": 0.05}, **lora}))
-        for f in fields(SFTSettings):
-            value = getattr(settings, f.name)
-            if f.name != "lora" and not isinstance(value, type(getattr(SFTSettings(), f.name))) \
-                    and not (isinstance(value, int) and f.type in ("float",)):
-                raise ConfigError(f"{path}: {f.name} must be a {type(getattr(SFTSettings(), f.name)).__name__}, got {value!r}.")
     except TypeError as problem:
         raise ConfigError(f"{path}: {problem}.") from problem
+    defaults = SFTSettings()
+    for f in fields(SFTSettings):
+        value, default = getattr(settings, f.name), getattr(defaults, f.name)
+        wanted = (int, float) if isinstance(default, float) else type(default)
+        if f.name != "lora" and (isinstance(value, bool) or not isinstance(value, wanted)):
+            raise ConfigError(f"{path}: {f.name} must be a {type(default).__name__}, got {value!r}.")
     return _check(settings)

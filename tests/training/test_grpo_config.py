@@ -114,7 +114,8 @@ def test_the_committed_configs_keep_their_values():
         "executor_smollm2_cpu.yaml": (1, 1, True, 96, 48),
         "planner_smollm2_cpu.yaml": (1, 1, False, 48, 48),
     }
-    assert {p.name for p in CONFIGS.glob("*.yaml")} == set(expected)
+    grpo = [p for p in CONFIGS.glob("*.yaml") if not p.name.startswith("reader_")]  # reader_*: training/sft_config.py
+    assert {p.name for p in grpo} == set(expected)
     for name, values in expected.items():
         s = load_settings(CONFIGS / name)
         assert (s.max_turns, s.reflections, s.guided_actions, s.executor_max_new_tokens, s.planner_max_new_tokens) == values

@@ -189,7 +189,12 @@ def test_settings_are_checked_key_by_key(tmp_path):
     bad.write_text("model: tiny-random\nlearning_rat: 0.1\n")
     with pytest.raises(ConfigError, match="unknown key 'learning_rat'"):
         load_sft_settings(bad)
-    assert load_sft_settings(REPO / "training/configs/reader_qwen_cpu.yaml").model == "qwen"
+    qwen = load_sft_settings(REPO / "training/configs/reader_qwen_cpu.yaml")
+    assert (qwen.model, qwen.lora_layers, qwen.lora.r, qwen.weights_dtype) == ("qwen", 8, 16, "float32")
+    assert load_sft_settings(REPO / "training/configs/reader_tiny_cpu.yaml").model == "tiny-random"
+    bad.write_text("model: tiny-random\nepochs: one\n")
+    with pytest.raises(ConfigError, match="epochs must be a float"):
+        load_sft_settings(bad)
 
 
 def test_a_run_resumes_only_on_the_examples_it_started_on(tmp_path):

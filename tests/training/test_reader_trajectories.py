@@ -39,13 +39,16 @@ def agent_for(tmp_path, shared_tools, embedder):
     return ResearchAgent(config, models={**models, "executor": executor}, tools=shared_tools, store=store), store
 
 
-def test_a_run_judged_right_is_kept_with_every_call_of_the_executor(tmp_path, shared_tools, embedder):
+def trajectory_for(gold: str, tmp_path, shared_tools, embedder):
     agent, store = agent_for(tmp_path, shared_tools, embedder)
     try:
-        reads, answer = verified_trajectory(agent, {"id": "q", "question": QUESTION, "answer": "Tulsa"},
-                                            temperature=0.0, seed=0)
+        return verified_trajectory(agent, {"id": "q", "question": QUESTION, "answer": gold}, temperature=0.0, seed=0)
     finally:
         store.close()
+
+
+def test_a_run_judged_right_is_kept_with_every_call_of_the_executor(tmp_path, shared_tools, embedder):
+    reads, answer = trajectory_for("Tulsa", tmp_path, shared_tools, embedder)
     assert answer == "Tulsa"
     assert len(reads) == 2  # the turn that searched, the turn that answered
     first, second = reads
@@ -55,12 +58,7 @@ def test_a_run_judged_right_is_kept_with_every_call_of_the_executor(tmp_path, sh
 
 
 def test_a_run_judged_wrong_is_not_kept(tmp_path, shared_tools, embedder):
-    agent, store = agent_for(tmp_path, shared_tools, embedder)
-    try:
-        reads, answer = verified_trajectory(agent, {"id": "q", "question": QUESTION, "answer": "Chicago"},
-                                            temperature=0.0, seed=0)
-    finally:
-        store.close()
+    reads, answer = trajectory_for("Chicago", tmp_path, shared_tools, embedder)
     assert answer == "Tulsa" and reads == []
 
 
