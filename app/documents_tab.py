@@ -252,7 +252,7 @@ def build_documents_tab(ctx: AppContext):
     """Builds the view inside the current Blocks; returns (on_load function, its outputs) for page load."""
     status = gr.Markdown(elem_id="documents-status")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, wrap=True, max_height=420, elem_id="documents-table")
-    with gr.Group(elem_id="documents-add"):
+    with gr.Group(elem_classes=["documents-add"]):  # a Group draws its elem_id on two elements (Gradio 6)
         with gr.Row():
             files = gr.File(label="Files to add", file_count="multiple", file_types=supported_suffixes(),
                             type="filepath", elem_id="documents-files")

@@ -15,6 +15,7 @@ from app.memory_view import (
     detail_markdown, find_memories, history_rows, import_message, import_preview, runs_using, struck_concerns,
     struck_rows, table_rows, undo_line, unreadable_note,
 )
+from app.memory_answer import set_right_answer
 from app.session import AppContext, ReadOnlyModeError
 from memory_db import (MODALITIES, QUESTION_TYPES, ImportFileError, MemoryNotFoundError, MemoryStoreError,
                        UnreadableMemoryError, memory_key)
@@ -56,9 +57,9 @@ def build_memory_tab(ctx: AppContext):
         search = gr.Button("Search", variant="primary", elem_id="memory-search")
     count = gr.Markdown(elem_id="memory-count")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, wrap=True, max_height=420, elem_id="memory-table",
-                         column_widths=["14%", "24%", "8%", "7%", "7%", "6%", "5%", "6%", "6%", "17%"])
+                         column_widths=["11%", "20%", "11%", "12%", "6%", "6%", "5%", "5%", "6%", "5%", "13%"])
 
-    with gr.Group(elem_id="memory-detail"):
+    with gr.Group(elem_classes=["memory-detail"]):  # a Group draws its elem_id on two elements (Gradio 6)
         with gr.Row():
             memory_id = gr.Textbox(label="Memory id (click a row, or paste an id)", elem_id="memory-id", scale=3)
             open_button = gr.Button("Open", elem_id="memory-open", scale=1)
@@ -76,6 +77,10 @@ def build_memory_tab(ctx: AppContext):
             confirm_text = gr.Markdown(elem_id="delete-confirm-text")
             confirm_delete = gr.Button("Yes, delete it", variant="stop", elem_id="memory-delete-yes", size="sm")
             cancel_delete = gr.Button("Cancel", elem_id="memory-delete-cancel", size="sm")
+        with gr.Row():
+            right_answer = gr.Textbox(label="The right answer (graded and kept as on the Research page)",
+                                      elem_id="memory-right-answer", scale=3)
+            set_answer = gr.Button("Set the right answer", elem_id="memory-set-answer", scale=1)
         action_result = gr.Markdown(elem_id="memory-action-result")
         history = gr.Dataframe(headers=HISTORY_COLUMNS, interactive=False,
                                label="History (newest first): click a change to select it for undo",
@@ -323,6 +328,12 @@ def build_memory_tab(ctx: AppContext):
      .then(list_struck, [namespace], struck_outputs)
      .then(open_memory, [namespace, selected], detail_outputs))
     namespace.change(list_struck, [namespace], struck_outputs)
+    def do_set_answer(ns, current: str, typed: str, request: gr.Request) -> str:
+        return set_right_answer(ctx, request, ctx.visible_namespace(request, ns), current, typed)
+
+    (set_answer.click(do_set_answer, [namespace, selected, right_answer], [action_result])
+     .then(open_memory, [namespace, selected], detail_outputs)
+     .then(list_memories, filters, [count, table]))
     delete.click(ask_delete, [selected], [confirm_row, confirm_text, action_result])
     confirm_delete.click(lambda: gr.Row(visible=False), None, [confirm_row])
     cancel_delete.click(lambda: (gr.Row(visible=False), "Nothing was deleted."), None, [confirm_row, action_result])

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 from app.escaping import escape_markdown
 from app.wording import one_line, uses_text
+from backend.labels import memory_words
 from backend.provenance import LEARNING, Provenance, read_provenance
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
@@ -16,7 +17,7 @@ from memory_db import HistoryEntry, Memory, MemoryStore, StruckSource
 from memory_db.lifecycle import is_verified, uses_since_stored
 from memory_db.transfer import read_import_file
 
-COLUMNS = ["id", "question", "verdict", "type", "modality", "pinned", "uses", "win rate", "age", "summary"]
+COLUMNS = ["id", "question", "answer", "verdict", "type", "modality", "pinned", "uses", "win rate", "age", "summary"]
 SORTS = {"newest": ("created_at", True), "oldest": ("created_at", False), "win rate": ("win_rate", True),
          "uses": ("usage_count", True), "recently changed": ("updated_at", True)}
 LABELS = {"all": None, "successful": True, "failed": False}
@@ -78,32 +79,34 @@ VERDICT_SOURCES = {"ground_truth": "ground truth", "feedback": "a person's feedb
 
 
 def verdict_text(m: Memory) -> str:
-    """The label with how it was reached: "successful", "failed", or, when no ground truth or person
-    confirmed it, "unverified (the Judge leaned correct)": neither a success nor a failure lesson."""
-    if is_verified(m):
-        return "successful" if m.correct else "failed"
-    p = m.provenance or {}
-    leaning = p.get("judge_verdict") if p.get("judge_verdict") in ("correct", "incorrect") else None
-    if p.get("judge_verdict") == "unsure":
-        leaning = "correct"  # the Judge's "unsure" is a correct it could not confirm (backend.judge)
-    if leaning:
-        return f"unverified (the Judge leaned {leaning})"
-    return f"unverified (labelled {'successful' if m.correct else 'failed'})"
+    """The label with how it was reached, in the words the run's trace, report and History use
+    (backend.labels.memory_words): "correct (you confirmed it)", "unsure (the Judge's opinion, unverified)"."""
+    return memory_words(m)
+
+
+def answer_text(m: Memory) -> str:
+    """The memory's answer: a person's, marked as theirs, else the one its run gave."""
+    taught = taught_of(m.provenance or {})
+    if taught is not None:
+        return f"{taught['answer']} (yours)"
+    answer = (m.provenance or {}).get("answer")
+    return one_line(answer, 200) if isinstance(answer, str) else ""
 
 
 def table_rows(found: list[Memory]) -> list[list]:
     rows = []
     for m in found:
         successes, uses = uses_since_stored(m)
-        rows.append([m.id, m.question, verdict_text(m), m.question_type, m.modality, "yes" if m.pinned else "", uses,
-                     round(successes / uses, 3) if uses else "", age_text(m.created_at), m.summary[:200]])
+        rows.append([m.id, m.question, answer_text(m), verdict_text(m), m.question_type, m.modality,
+                     "yes" if m.pinned else "", uses, round(successes / uses, 3) if uses else "", age_text(m.created_at),
+                     m.summary[:200]])
     return rows
 
 
 def label_text(m: Memory) -> str:
     if not is_verified(m):
         return f"{verdict_text(m)}: neither a successful strategy nor a failure lesson until ground truth or a person confirms it"
-    return "successful strategy" if m.correct else "failure lesson"
+    return f"{verdict_text(m)}: a {'successful strategy' if m.correct else 'failure lesson'}"
 
 
 def detail_markdown(m: Memory) -> str:

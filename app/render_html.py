@@ -13,8 +13,11 @@ from app.escaping import escape_html
 from app.image_view import (
     IMAGE_GONE, NO_OCR_TEXT, OCR_LABEL, image_label, image_seen, thumbnail_data_uri, without_image_path,
 )
+from app.report import stored_words
 from app.report import cited_passage, document_place, query_text, source_label, stats_text, web_link
 from app.transcript import STOPPED_BY_USER, RunLimits, RunTranscript, StepView
+from app.answer_glance import also_read, best_so_far, is_not_of_kind, stating_sentence, with_unit
+from backend.labels import feedback_words, verdict_words
 from app.wording import (STRATEGY_SHOWN, hop_outcome, one_line, person_plan_note, stored_label, summary_origin, uses_phrase,
                          verdict_provenance)
 from backend.events import AnswerReady, Event, HopAnswered
@@ -85,9 +88,13 @@ class TranscriptPage(RunTranscript):
                 f'<button type="button" class="cite" data-cite="{escape_html(self._cite_key(c.get("n", i)))}" '
                 f'title="{escape_html(c.get("title", ""))}">[{escape_html(c.get("n", i))}]</button>'
                 for i, c in enumerate(latest.sources, 1))
-            parts.append(f'<div class="answer-text">{escape_html(latest.text)}<span class="cite-marks">{marks}</span></div>')
+            parts.append(self._answer_line_html(latest, marks))
         elif state == "working":
             parts.append(f'<div class="answer-text pending">{escape_html(self._phase())}</div>')
+            so_far = best_so_far(self.events)
+            if so_far is not None:
+                parts.append(f'<div class="answer-so-far">So far: <b>{escape_html(so_far[0])}</b> '
+                             f'<span class="muted">({escape_html(so_far[1])})</span></div>')
         elif state == "stopped":
             parts.append('<div class="answer-text pending">Stopped before any answer was found.</div>')
         elif state == "final":
@@ -102,8 +109,24 @@ class TranscriptPage(RunTranscript):
             parts.append("</ol>")
         elif latest is not None and latest.text and state != "working":
             parts.append('<p class="answer-note">No retrieved passage states this answer.</p>')
+        also = also_read(latest) if latest is not None else []
+        if also:
+            parts.append(f'<p class="also-read muted">Also read: {escape_html(" · ".join(also))}</p>')
         parts.append("</div>")
         return "".join(parts)
+
+    def _answer_line_html(self, latest: AnswerReady, marks: str) -> str:
+        """The answer at a glance: the span with its unit and, beside it, the sentence that states it; an
+        answer of another kind than the question asks for, marked as not being the answer."""
+        if is_not_of_kind(latest):
+            return (f'<div class="answer-text not-of-kind" data-kind="not-asked">⚠️ {escape_html(latest.text)}</div>'
+                    '<p class="answer-note not-of-kind-note">No answer of the kind the question asks for was found: '
+                    'this says what was found instead.</p>')
+        sentence = stating_sentence(latest)
+        question = self.started.question if self.started is not None else ""
+        beside = f'<div class="answer-sentence">“{escape_html(sentence)}”</div>' if sentence else ""
+        return (f'<div class="answer-line"><div class="answer-text">{escape_html(with_unit(latest.text, sentence, question))}'
+                f'<span class="cite-marks">{marks}</span></div>{beside}</div>')
 
     def _thread_html(self) -> str:
         """A follow-up's thread: the earlier questions, as asked, with their answers; '' for a question of its own."""
@@ -177,15 +200,20 @@ class TranscriptPage(RunTranscript):
         if state == "failed" and self.failure is not None:
             out.append(f'<p class="answer-error">❌ {escape_html(self.failure.message)}</p>')
         if self.verdict is not None and state in ("final", "working"):
-            v = self.verdict
-            out.append(f'<p class="answer-verdict">⚖️ Verdict: <b>{escape_html(v.label)}</b>, '
-                       f'{escape_html(verdict_provenance(v))}</p>')
+            out.append(f'<p class="answer-verdict">⚖️ Verdict: {self._label_html()}</p>')
         if self.feedback is not None:
             correction = (f"; the right answer, as you typed it: <b>{escape_html(self.feedback.right_answer)}</b>"
                           if self.feedback.right_answer else "")
             out.append(f'<p class="answer-verdict feedback">👤 Your feedback: '
-                       f'<b>{escape_html(self.feedback.label_after)}</b>{correction}</p>')
+                       f'<b>{escape_html(feedback_words(self.feedback))}</b>{correction}</p>')
         return out
+
+    def _label_html(self) -> str:
+        """The run's label (RunTranscript.label, the words every view shows) and how the verdict was reached;
+        where a person's word or their memory's label has replaced the verdict, what the verdict said."""
+        label, judged = self.label, verdict_words(self.verdict)
+        detail = verdict_provenance(self.verdict) if label == judged else f"the run's own verdict was {judged}"
+        return f'<b class="run-label">{escape_html(label)}</b>, {escape_html(detail)}'
 
     def _citation_html(self, citation: dict, i: int) -> str:
         n = citation.get("n", i)
@@ -277,14 +305,13 @@ class TranscriptPage(RunTranscript):
             if item.evidence:
                 lines.append(f"<li>evidence checked: {escape_html('; '.join(item.evidence))}</li>")
             body = f"<ul>{''.join(lines)}</ul>" if lines else f"<p>Method: {escape_html(item.method)}</p>"
-            return self._details("verdict", self._key("verdict"),
-                                 f"⚖️ Verdict: {escape_html(item.label)}, {escape_html(verdict_provenance(item))}", body)
+            return self._details("verdict", self._key("verdict"), f"⚖️ Verdict: {self._label_html()}", body)
         if kind == "memory":
-            label = stored_label(item)
+            label = stored_words(item, self.memory)
             body = (f"<p>{escape_html(item.summary)}</p><p class='muted'>type: {escape_html(item.question_type)}, "
                     f"{escape_html(summary_origin(item.summary_source))} · open {memory_anchor(item.memory_id)}</p>")
             return self._details("memory", self._key("memory"),
-                                 f"💾 Memory stored {escape_html(item.memory_id[:8])} ({label})", body)
+                                 f"💾 Memory stored {escape_html(item.memory_id[:8])} ({escape_html(label)})", body)
         if kind == "summary":
             stopped = " (stopped by the user)" if item.stopped else ""
             return f'<div class="entry run-summary">📊 Run summary{stopped}: {escape_html(stats_text(item.stats))}</div>'
@@ -455,6 +482,10 @@ RESEARCH_CSS = """
 .answer-question { margin-top: 6px; color: var(--body-text-color-subdued); }
 .answer-text { font-size: 1.35em; font-weight: 600; margin: 6px 0; overflow-wrap: anywhere; }
 .answer-text.pending { font-weight: 400; font-size: 1.05em; color: var(--body-text-color-subdued); }
+.answer-line { display: flex; gap: 6px 16px; align-items: baseline; flex-wrap: wrap; }
+.answer-sentence { color: var(--body-text-color-subdued); font-style: italic; flex: 1 1 20em; min-width: 0; }
+.answer-text.not-of-kind { color: #c98a12; }
+.answer-so-far { margin: 4px 0; }
 .doc-open { border: none; background: none; padding: 0; color: var(--link-text-color); cursor: pointer; text-decoration: underline; font-size: inherit; }
 .cite { font-size: 0.7em; vertical-align: super; margin-left: 2px; padding: 0 2px; border: none; background: none; color: var(--link-text-color); cursor: pointer; }
 .answer-note, .answer-verdict, .answer-error { margin: 4px 0; }

@@ -16,7 +16,9 @@ from urllib.parse import quote
 
 from app.escaping import escape_markdown_file
 from app.image_view import NO_OCR_TEXT, OCR_LABEL, image_passage, image_seen, without_image_path
-from app.wording import one_line
+from app.wording import one_line, stored_label
+from backend.labels import memory_words, run_words, verdict_words
+from app.answer_glance import also_read
 from backend.documents.errors import DocumentError
 from backend.documents.naming import LOCATOR_SCHEME, Locator
 from backend.events import Event, RunStarted, TextDelta, ToolCalled, ToolReturned
@@ -180,7 +182,17 @@ def image_lines(started: RunStarted | None) -> list[str]:
     return lines + [""]
 
 
-def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = None,
+def stored_words(event, memory=None) -> str:
+    """The stored memory's label as every view shows it: the memory as stored now (`memory`, the run's
+    own), else as the run stored it; an earlier run's memory it was counted on says so."""
+    label = memory_words(memory) if memory is not None else stored_label(event)
+    if event.kept_from:
+        return (f"this run was counted on the memory of an earlier run of this question (run {event.kept_from}), "
+                f"kept with its own label: {label}")
+    return label
+
+
+def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = None, memory=None,
                     follow_ups: Sequence[Sequence[Event]] = ()) -> str:
     """The run as a Markdown report that reads as a brief (app.brief: the question, the answer, how it
     was found with a citation for each finding, what stays unverified, the thread's `follow_ups`, each
@@ -222,11 +234,16 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         lines += ["No answer was given." if status != "stopped" else "The run was stopped before any answer.", ""]
     if record.verdict is not None:
         v = record.verdict
-        how = (f"verified against the right answer {escape_markdown_file(v.ground_truth)}"
-               f" ({escape_markdown_file(v.method)})" if v.verified
-               else f"unverified: the Judge's opinion without a right answer ({escape_markdown_file(v.method)}"
-                    + (f", confidence {v.confidence:.2f}" if v.confidence is not None else "") + ")")
-        lines += [f"**Verdict:** {escape_markdown_file(v.label)}, {how}", ""]
+        label, judged = run_words(v, feedback, memory), verdict_words(v)  # `memory`: the run's own, as stored now
+        if label != judged:
+            how = f"the run's own verdict was {escape_markdown_file(judged)}"
+        elif v.source == "ground_truth" and v.ground_truth:
+            how = f"the right answer: {escape_markdown_file(v.ground_truth)}, by {escape_markdown_file(v.method)}"
+        elif v.source == "judge":
+            how = f"by {escape_markdown_file(v.method)}" + (f", confidence {v.confidence:.2f}" if v.confidence is not None else "")
+        else:
+            how = ""
+        lines += [f"**Verdict:** {escape_markdown_file(label)}" + (f", {how}" if how else ""), ""]
     if feedback is not None:
         lines += feedback_lines(feedback)
 
@@ -253,6 +270,9 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
         lines += ["No retrieved passage states this answer.", ""]
     else:
         lines += ["None.", ""]
+    also = also_read(answer) if answer is not None else []
+    if also:
+        lines += ["Also read (read, not cited): " + "; ".join(escape_markdown_file(t) for t in also), ""]
 
     lines += ["## Plan", ""]
     if not record.plans:
@@ -296,7 +316,7 @@ def report_markdown(events: Sequence[Event], *, feedback: FeedbackItem | None = 
     if record.memory_stored is not None:
         m = record.memory_stored
         lines += ["## Memory stored", "",
-                  f"`{escape_markdown_file(m.memory_id)}` ({'correct' if m.correct else 'incorrect'},"
+                  f"`{escape_markdown_file(m.memory_id)}` ({escape_markdown_file(stored_words(m, memory))},"
                   f" {escape_markdown_file(m.question_type)}): {escape_markdown_file(one_line(m.summary, 2000))}", ""]
     if record.finished is not None:
         lines += ["## Run summary", "", stats_text(record.finished.stats), ""]
@@ -320,14 +340,14 @@ def report_names(run_id: str) -> tuple[str, str]:
     return f"mia-report-{safe}.md", f"mia-run-{safe}.json"
 
 
-def write_report_files(events: Sequence[Event], folder: Path, *, feedback: FeedbackItem | None = None,
+def write_report_files(events: Sequence[Event], folder: Path, *, feedback: FeedbackItem | None = None, memory=None,
                        follow_ups: Sequence[Sequence[Event]] = ()) -> tuple[Path, Path]:
     """The Markdown report and the JSON run, written into `folder`; returns their paths. With
     `follow_ups` (a thread: `events` its first question's run), one report and one JSON of every run."""
     kept = [e for e in events if not isinstance(e, TextDelta)]
     md_name, json_name = report_names(kept[0].run_id if kept else "run")
     md_path, json_path = folder / md_name, folder / json_name
-    md_path.write_text(report_markdown(kept, feedback=feedback, follow_ups=follow_ups), encoding="utf-8")
+    md_path.write_text(report_markdown(kept, feedback=feedback, memory=memory, follow_ups=follow_ups), encoding="utf-8")
     json_path.write_text(thread_json([kept, *follow_ups]) if follow_ups else run_json(kept), encoding="utf-8")
     return md_path, json_path
 

@@ -35,7 +35,9 @@ from backend.feedback import FeedbackError, submit_feedback
 from backend.judge import Judge
 from backend.llm.base import LLMError
 from backend.tools.base import offered_tools, query_tool
-from memory_db import MemoryStoreError
+from app.memory_view import SCAN_LIMIT
+from backend.labels import is_runs_own, run_words
+from memory_db import MemoryNotFoundError, MemoryStoreError, UnreadableMemoryError
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,24 @@ UNDER_WAY = "under way"
 INTERRUPTED = "interrupted: the app stopped before the run finished"
 
 
+def own_memories(ctx: AppContext, namespace: str) -> dict:
+    """The memories of `namespace` by the run that stored them (a run's own memory, whose label is the run's)."""
+    return {m.provenance["run_id"]: m for m in ctx.runtime.store.list(namespace=namespace, limit=SCAN_LIMIT)
+            if isinstance((m.provenance or {}).get("run_id"), str)}
+
+
+def own_memory(ctx: AppContext, namespace: str, transcript: RunTranscript):
+    """The memory the run stored, as stored now, when it is the run's own (None: no memory, deleted, or an
+    earlier run's memory this run was counted on)."""
+    if transcript.memory_id is None:
+        return None
+    try:
+        memory = ctx.runtime.store.get(transcript.memory_id, namespace=namespace)
+    except (MemoryNotFoundError, UnreadableMemoryError):
+        return None
+    return memory if is_runs_own(memory, transcript.run_id or "") else None
+
+
 def history_rows(ctx: AppContext, namespace: str) -> list[list]:
     """Past runs, newest first, a thread of follow-ups as one entry (its latest run, under its first
     question); the verdict is a person's when feedback gave one (the run log keeps the Judge's). A run
@@ -72,6 +92,7 @@ def history_rows(ctx: AppContext, namespace: str) -> list[list]:
     if ctx.read_only:  # its runs are not logged; older runs of the shared namespace are no visitor's
         return []
     people = person_verdicts(ctx, namespace)
+    own = own_memories(ctx, namespace)
     threads: dict[str, list] = {}  # newest first, each thread's runs newest first
     for r in ctx.runtime.runlog.list_runs(namespace, limit=100):
         threads.setdefault(r.thread or r.run_id, []).append(r)
@@ -81,8 +102,8 @@ def history_rows(ctx: AppContext, namespace: str) -> list[list]:
         ended = bool(r.verdict)  # a run that ends has a verdict, or says it failed or was stopped
         under_way = not ended and r.run_id in ctx.runs_under_way
         verdict = r.verdict if ended else UNDER_WAY if under_way else INTERRUPTED
-        if r.run_id in people:
-            verdict = f"{people[r.run_id].label_after} (your feedback)"
+        if ended and (r.run_id in own or r.run_id in people):  # in the words the trace, report and Memory use
+            verdict = run_words(None, people.get(r.run_id), own.get(r.run_id)) or verdict
         answer = r.answer or ("(not yet)" if under_way else "(no answer)")
         question = first.question
         follow_ups = sum(1 for run in runs if run.thread)
@@ -340,7 +361,8 @@ def report_downloads(ctx: AppContext, transcript: RunTranscript, user: str, name
         # A follow-up's thread is one report: its first question, then each follow-up.
         first, *follow_ups = [*transcript.earlier, transcript.events]
         feedback = None if follow_ups else transcript.feedback
-        md_path, json_path = write_report_files(first, folder, feedback=feedback, follow_ups=follow_ups)
+        md_path, json_path = write_report_files(first, folder, feedback=feedback, follow_ups=follow_ups,
+                                                memory=None if follow_ups else transcript.memory)
         images = page_images(ctx, namespace, [first, *follow_ups]) if namespace is not None else {}
         pdf_path = write_report_pdf(first, folder, feedback=feedback, follow_ups=follow_ups, page_images=images)
     except OSError as exc:
@@ -510,6 +532,7 @@ def build_research_tab(ctx: AppContext):
         feedback gave them."""
         transcript = transcript_of(ctx.runtime.runlog.load(namespace, wanted))
         transcript.feedback = person_verdicts(ctx, namespace).get(wanted)
+        transcript.memory = own_memory(ctx, namespace, transcript)
         transcript.interrupted = not transcript.done and wanted not in ctx.runs_under_way
         thread_of_logged(ctx, namespace, transcript)
         return transcript

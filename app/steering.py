@@ -47,7 +47,7 @@ class FollowUpBox:
 
 
 def build_plan_editor() -> PlanEditor:
-    with gr.Group(visible=False, elem_id="plan-review") as group:
+    with gr.Group(visible=False, elem_classes=["plan-review"]) as group:
         note = gr.Markdown(elem_id="plan-note")
         editor = gr.Textbox(label="Your plan (one a line)", lines=4, max_lines=12, elem_id="plan-editor")
         run = gr.Button("Run this plan", variant="primary", size="sm", elem_id="run-plan")
@@ -55,7 +55,7 @@ def build_plan_editor() -> PlanEditor:
 
 
 def build_follow_up_box() -> FollowUpBox:
-    with gr.Group(elem_id="follow-up"):
+    with gr.Group(elem_classes=["follow-up"]):
         with gr.Row():
             asked = gr.Textbox(label="Ask a follow-up", placeholder="When was she born?", scale=4, lines=1,
                                elem_id="follow-up-question", info=FOLLOW_UP_HELP)

@@ -15,6 +15,7 @@ from backend.events import (
 )
 from app.image_view import image_passage
 from backend.feedback_queue import FeedbackItem
+from backend.labels import run_words
 from backend.replay import RunRecord
 
 STOPPED_BY_USER = "stopped by the user"  # a forced answer's reason when the person pressed Stop (backend.episode)
@@ -79,6 +80,7 @@ class RunTranscript:
         self.started_at: float | None = None
         self.first_turn_at: float | None = None
         self.feedback: FeedbackItem | None = None  # a person's later verdict and right answer (History, after feedback)
+        self.memory = None  # the memory this run stored, as stored now (a reopened run): its label is the run's
         self.interrupted = False  # reopened from a run log that ends before the run did, with no one running it
         self.earlier: list[list[Event]] = []  # a follow-up: the events of its thread's earlier runs, oldest first
         self._draft_step: StepView | None = None
@@ -130,6 +132,12 @@ class RunTranscript:
         if self.interrupted:
             return "unfinished"
         return "working" if self.events else "idle"
+
+    @property
+    def label(self) -> str | None:
+        """The run's label in the words every view shows (backend.labels.run_words): its memory's, the
+        person's feedback, else its verdict; None before a verdict."""
+        return run_words(self.verdict, self.feedback, self.memory)
 
     @property
     def done(self) -> bool:

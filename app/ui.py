@@ -22,6 +22,7 @@ from app.escaping import escape_markdown
 from app.learning_tab import build_learning_tab
 from app.login_guard import ClientAddress, LoginGuard
 from app.memory_tab import build_memory_tab, linked_memory
+from app.page_style import PAGE_CSS, theme
 from app.research_tab import build_research_tab
 from app.session import AppContext
 from app.settings_tab import build_settings_tab
@@ -174,7 +175,7 @@ def launch(ctx: AppContext, *, host: str, port: int, prevent_thread_lock: bool =
                 # Uploads are question images and documents; each is checked against its own limit after.
                 max_file_size=max(app_config.max_image_bytes, app_config.max_document_bytes),
                 prevent_thread_lock=prevent_thread_lock, ssr_mode=False, quiet=True, footer_links=FOOTER_LINKS,
-                run_history=False,
+                run_history=False, theme=theme(), css=PAGE_CSS,
             )
     except OSError as exc:  # taken between the check and Gradio's own bind
         busy = port_in_use(host, port)

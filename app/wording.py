@@ -7,6 +7,7 @@ import re
 
 from backend.events import HopAnswered, MemoryStored, VerdictReady
 from backend.judge import STATED_BY_IMAGE
+from backend.labels import verdict_how
 
 # How the terminal and the trace introduce a memory shown by its strategy alone (backend/strategy.py).
 STRATEGY_SHOWN = "shown as its strategy, names left out"
@@ -24,7 +25,11 @@ def summary_origin(source: str) -> str:
 
 
 def stored_label(event: MemoryStored) -> str:
-    """'correct', 'incorrect', or 'unverified' (the Judge's opinion alone: neither a success nor a failure)."""
+    """The stored memory's label in the words every view shows (backend.labels.memory_words); a run logged
+    before events carried them: 'correct', 'incorrect', or 'unverified' (neither a success nor a failure)."""
+    if event.label:
+        return event.label + ("" if event.verified else
+                              "; neither a success nor a failure lesson until ground truth or a person confirms it")
     if not event.verified:
         return "unverified: neither a success nor a failure lesson until ground truth or a person confirms it"
     return "correct" if event.correct else "incorrect"
@@ -57,6 +62,8 @@ def hop_outcome(hop: HopAnswered) -> str:
 
 def verdict_provenance(event: VerdictReady) -> str:
     """How a verdict was reached, in words: verified against ground truth, or the Judge's opinion."""
+    if event.source == "feedback":  # a person's earlier answer, recalled: never "the ground truth None"
+        return f"verified: {verdict_how(event.source, event.method)}"
     if event.verified:
         return f"verified against the ground truth {event.ground_truth!r} by {event.method}"
     if event.method == STATED_BY_IMAGE:

@@ -35,6 +35,7 @@ from backend.events import (
 )
 from backend.executor import ExecutorSession
 from backend.judge import CORRECT, FROM_FEEDBACK, Judge, Verdict, image_text_verdict
+from backend.labels import memory_words
 from backend.llm.base import ChatModel
 from backend.llm.memo import RepeatedCalls
 from backend.manager import Manager, memory_to_dict
@@ -387,7 +388,7 @@ class EpisodeLoop:
         if episode.ground_truth:
             verdict = self.judge.grade(question, answer, episode.ground_truth)
         elif taught is not None:
-            verdict = Verdict(CORRECT, "the person's answer", [taught.told], source=FROM_FEEDBACK)
+            verdict = Verdict(CORRECT, taught.evidence_words, [taught.told], source=FROM_FEEDBACK)
         elif outcome.from_image_text:
             verdict = image_text_verdict(IMAGE_TEXT_TITLE)
         else:
@@ -846,6 +847,8 @@ class EpisodeLoop:
             ),
         )
         memory = consolidation.memory
+        stored_by = (memory.provenance or {}).get("run_id")
         return MemoryStored(self.run_id, memory_id=memory.id, summary=memory.summary, correct=memory.correct,
                             question_type=memory.question_type, summary_source=consolidation.summary_source,
-                            verified=is_verified(memory))
+                            verified=is_verified(memory), label=memory_words(memory),
+                            kept_from=stored_by if stored_by and stored_by != self.run_id else None)

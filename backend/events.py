@@ -75,8 +75,10 @@ class PlanReady(Event):
 @dataclass
 class ExecutorThought(Event):
     kind: ClassVar[str] = "thought"
+    later_fields: ClassVar[tuple[str, ...]] = ("draft",)
     turn: int
     text: str
+    draft: str | None = None  # the answer drafted so far, when the thought is about a draft no result states yet
 
 
 @dataclass
@@ -183,12 +185,17 @@ class VerdictReady(Event):
 @dataclass
 class MemoryStored(Event):
     kind: ClassVar[str] = "memory_stored"
+    later_fields: ClassVar[tuple[str, ...]] = ("label", "kept_from")
     memory_id: str
     summary: str
     correct: bool
     question_type: str
     summary_source: str  # "model" | "structural" (the model gave no usable summary) | "case" (memento: plan + outcome)
     verified: bool = True  # False: only the Judge's opinion labels it, so it is neither a success nor a failure lesson
+    label: str | None = None  # the memory's label in words (backend.labels.memory_words); None: an older log
+    # The run whose memory this is, when not this run's: an earlier run's memory of the same question,
+    # which a person holds or which was merged, kept with its own label; this run counted as one more use
+    kept_from: str | None = None
 
 
 @dataclass

@@ -380,7 +380,8 @@ class ExecutorSession(AnswerReading):
                 final = draft if closed_options(question) or not self._quotes else None
                 yield from self._guided_answer(question, "", "", answer=final)
                 return
-            yield ExecutorThought(self.run_id, turn=turn, text=f"Draft answer {draft!r} is not stated in the results yet; searching on.")
+            yield ExecutorThought(self.run_id, turn=turn, text=f"Draft answer {draft!r} is not stated in the results yet; searching on.",
+                                  draft=draft or None)
             must_search = True
         thought, head = "", ""
         if not must_search:  # a thought is only worth its time when it informs the choice of action

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from backend.feedback_queue import FEEDBACK, FeedbackItem, FeedbackQueue, QueueWriteError
 from backend.judge import CORRECT, INCORRECT, Judge
+from backend.labels import feedback_words, person_how
 from backend.replay import replay
 from backend.runlog import RunLog
 from backend.taught import THUMBS_UP, TYPED, evidence_in_run, find_evidence, taught_fields
@@ -102,7 +103,8 @@ def verdict_of(item: FeedbackItem, evidence: dict | None = None) -> dict | None:
     used get one more outcome with it."""
     if not _changes_memory(item):
         return None
-    provenance = dict(VERIFIED_BY_FEEDBACK)
+    provenance = {**VERIFIED_BY_FEEDBACK, "feedback_label": item.label_after,
+                  "feedback_how": person_how(item.label_after, right_answer=item.right_answer)}
     taught = taught_answer(item)
     if taught is not None:
         provenance.update(taught_fields(answer=taught[0], user=item.user, at=item.at, how=taught[1], evidence=evidence))
@@ -227,12 +229,13 @@ def submit_feedback(
 
     changes: list[str] = []
     memory = _stored(store, facts.memory_id, namespace)
+    words = feedback_words(item)  # the label every view of this run and its memory now shows
     if label_after != label_before:
-        changes.append(f"Verdict changed from {label_before} to {label_after} ({method}).")
+        changes.append(f"Verdict changed from {label_before} to {words} ({method}).")
         if facts.memory_id is not None:
             if memory is not None:
                 kind = "successful strategy" if memory.correct else "failure lesson"
-                changes.append(f"Memory {facts.memory_id[:8]} relabelled as a {kind}.")
+                changes.append(f"Memory {facts.memory_id[:8]} relabelled as a {kind}: {words}.")
             else:
                 changes.append(f"Memory {facts.memory_id[:8]} no longer exists (deleted), so nothing was relabelled.")
         if facts.memories_used:
@@ -242,8 +245,8 @@ def submit_feedback(
             )
     else:
         confirmed = " and now counts as verified" if memory is not None and _changes_memory(item) else ""
-        changes.append(f"Verdict stays {label_after} ({method}); the memory keeps its label{confirmed}."
-                       if confirmed else f"Verdict stays {label_after} ({method}); no memory changed.")
+        changes.append(f"Verdict stays {words} ({method}); the memory keeps its label{confirmed}."
+                       if confirmed else f"Verdict stays {words} ({method}); no memory changed.")
     if taught is not None and memory is not None:
         where = (f" A source states it: {evidence['title']} (\"{evidence['sentence']}\"), found by searching "
                  f"'{evidence['query']}'." if evidence else " No source searched states it yet.")

@@ -46,15 +46,28 @@ class TaughtAnswer:
     how: str  # TYPED | THUMBS_UP
     similarity: float
     evidence: dict | None = None  # {"query", "title", "sentence"}: where the corpus states it, found when taught
+    changed: bool = True  # the person's answer is not the run's (a correction); False: they confirmed it
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> TaughtAnswer:
+        """As an event carries it (runs logged before `changed` was kept lack it)."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
     @property
     def told(self) -> str:
-        """'you corrected this on 4 Dec 2026: Paris' (a thumbs up: 'you confirmed this ...')."""
-        verb = "corrected" if self.how == TYPED else "confirmed"
+        """'you corrected this on 4 Dec 2026: Paris'; typing the run's own answer, or a thumbs up,
+        confirmed it: 'you confirmed this ...'."""
+        verb = "corrected" if self.how == TYPED and self.changed else "confirmed"
         return f"{verb} this on {day_of(self.at)}: {self.answer}"
+
+    @property
+    def evidence_words(self) -> str:
+        """What a recalled answer's verdict rests on, in words: 'the answer you typed on 7 Dec 2026'."""
+        return (f"the answer you typed on {day_of(self.at)}" if self.how == TYPED
+                else f"your thumbs up on {day_of(self.at)}")
 
 
 def day_of(at: float) -> str:
@@ -147,7 +160,9 @@ def recall(store, question: str, namespace: str, *, min_similarity: float, capti
             continue
         answer = TaughtAnswer(answer=taught["answer"], question=memory.question, memory_id=memory.id, by=taught["by"],
                               at=float(taught["at"] or memory.updated_at.timestamp()), how=taught["how"],
-                              similarity=round(float(scored.similarity), 4), evidence=taught["evidence"])
+                              similarity=round(float(scored.similarity), 4), evidence=taught["evidence"],
+                              # a typed answer the Judge found the run's own to be left the memory correct
+                              changed=taught["how"] == TYPED and not memory.correct)
         if is_rewording(question, memory.question):
             return Recalled(taught=answer)
         near = near or answer
@@ -200,7 +215,7 @@ def find_evidence(search: Tool | None, question: str, answer: str) -> dict | Non
 
 def answer_note(taught: dict) -> str:
     """What an answer given from a person's answer says about it (AnswerReady.taught)."""
-    answer = TaughtAnswer(**{k: taught[k] for k in TaughtAnswer.__dataclass_fields__})
+    answer = TaughtAnswer.from_dict(taught)
     note = f"You {answer.told}."
     if taught.get("sources_say"):  # a run logged while an unconfirmed answer was researched again
         return (f"{note} The research found another answer, '{taught['sources_say']}', stated in "
@@ -212,14 +227,14 @@ def answer_note(taught: dict) -> str:
 
 def recall_note(taught: dict) -> str:
     """The trace's line for a recalled answer (MemoriesRetrieved.taught)."""
-    answer = TaughtAnswer(**{k: taught[k] for k in TaughtAnswer.__dataclass_fields__})
+    answer = TaughtAnswer.from_dict(taught)
     asked = "this question" if answer.similarity >= 0.999 else f"“{answer.question}” (similarity {answer.similarity:.2f})"
     return f"You {answer.told} (for {asked}); the answer is given from it."
 
 
 def near_note(near: dict) -> str:
     """The trace's line for a similar taught question that is not this one (MemoriesRetrieved.near_taught)."""
-    answer = TaughtAnswer(**{k: near[k] for k in TaughtAnswer.__dataclass_fields__})
+    answer = TaughtAnswer.from_dict(near)
     return (f"A similar question, “{answer.question}” (similarity {answer.similarity:.2f}), was taught the answer "
             f"'{answer.answer}'; it is not this question ({near.get('why') or 'it names other things'}), so this "
             "one is researched.")

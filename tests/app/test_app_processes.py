@@ -80,7 +80,8 @@ def test_feedback_history_and_queue_work_across_app_processes(tmp_path, tiny_mod
         wanted = "incorrect" if flipped == "down" else "correct"
         assert seen["label_after"] == wanted
         assert runtime.store.get(memory_id, namespace="default").correct is (wanted == "correct")
-        assert history_rows(ctx, "default")[0][4] == f"{wanted} (your feedback)"
+        assert history_rows(ctx, "default")[0][4] == ("incorrect (you marked it wrong)" if wanted == "incorrect"
+                                                      else "correct (you confirmed it)")
         assert [i.comment for i in ctx.queue.items()] == ["from this process", "from the other process"]
         assert ctx.queue.untaken_count() == 2  # for the one learner of the deployment to take
     finally:

@@ -14,6 +14,7 @@ from app.session import AppContext
 from backend.agent import RunRequest
 from backend.feedback import FeedbackError, FeedbackItem, FeedbackQueue, submit_feedback
 from backend.judge import Judge
+from backend.labels import verdict_words
 
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
 SIMILAR = "Which magazine came first, Arthur's Magazine or First for Women?"
@@ -206,10 +207,11 @@ def test_past_runs_show_the_persons_verdict_after_feedback_and_no_rows_for_refus
     list(runtime.agent.run(RunRequest("   ")))  # refused before it started: no past run
     run_id = run["run_started"].run_id
     [row] = history_rows(ctx, "default")
-    assert row[0] == run_id and row[4] == run["verdict"].label
+    assert row[0] == run_id and row[4] == verdict_words(run["verdict"])  # the words the trace and report use
     flipped = "down" if run["verdict"].label == "correct" else "up"
     send(runtime, ctx.queue, run_id, thumbs=flipped)
     [row] = history_rows(ctx, "default")
-    assert row[4] == ("incorrect" if flipped == "down" else "correct") + " (your feedback)"
+    person = "incorrect (you marked it wrong)" if flipped == "down" else "correct (you confirmed it)"
+    assert row[4] == person
     send(runtime, ctx.queue, run_id, comment="a comment gives no verdict")
-    assert history_rows(ctx, "default")[0][4].endswith("(your feedback)")
+    assert history_rows(ctx, "default")[0][4] == person

@@ -31,11 +31,11 @@ def test_filters_text_and_semantic_search(runtime):
     ranked = find_memories(store, "default", MemoryFilter(query="camelids of the Andes habitat", semantic=True))
     assert ranked[0].id == llamas.id and len(ranked) == 2
     rows = table_rows(ranked)
-    assert rows[0][0] == llamas.id and rows[0][2] == "unverified (labelled successful)" and rows[0][5] == "yes"
-    assert rows[1][2] == "unverified (labelled failed)"  # no ground truth or person stands behind either label
-    assert rows[0][6:8] == [0, ""]  # no run has used either since it was stored: no win rate to show
+    assert rows[0][0] == llamas.id and rows[0][3] == "correct (the Judge's opinion, unverified)" and rows[0][6] == "yes"
+    assert rows[1][3] == "incorrect (the Judge's opinion, unverified)"  # no ground truth or person stands behind either
+    assert rows[0][7:9] == [0, ""]  # no run has used either since it was stored: no win rate to show
     store.relabel(llamas.id, namespace="default", correct=True, actor="user")
-    assert table_rows([store.get(llamas.id, namespace="default")])[0][2] == "successful"
+    assert table_rows([store.get(llamas.id, namespace="default")])[0][3] == "correct (you relabelled it in Memory)"
     assert find_memories(store, "other", MemoryFilter()) == []
 
 
@@ -43,11 +43,11 @@ def test_a_new_lesson_shows_no_uses_and_its_win_rate_counts_only_later_uses(runt
     store = runtime.store
     lesson = add(store, "How tall is the Eiffel Tower?", correct=False, verified=True)
     assert "**Win rate:** not used yet" in detail_markdown(lesson) and "1.00" not in detail_markdown(lesson)
-    assert "**Label:** failure lesson" in detail_markdown(lesson)
+    assert "**Label:** incorrect (you relabelled it in Memory): a failure lesson" in detail_markdown(lesson)
     store.record_outcome([lesson.id], correct=False, namespace="default")
     used = store.get(lesson.id, namespace="default")
     assert "**Win rate:** 0 of 1 use succeeded (0.00)" in detail_markdown(used)
-    assert table_rows([used])[0][6:8] == [1, 0.0]
+    assert table_rows([used])[0][7:9] == [1, 0.0]
 
 
 def test_runs_that_used_a_memory_come_from_provenance_and_the_run_log(runtime):

@@ -86,7 +86,7 @@ def test_the_answer_box_says_working_until_the_run_is_final_then_shows_its_verdi
     t.add(RunFinished("r1", answer="Arthur's Magazine", stats={}))
     box = t.answer_html()
     assert 'data-state="final"' in box and ">final<" in box and "revise" not in box
-    assert "Verdict: <b>correct</b>" in box
+    assert 'Verdict: <b class="run-label">correct (verified against the right answer)</b>' in box
 
 
 def test_citations_open_the_passage_as_retrieved_escaped_with_the_documents_page():

@@ -61,7 +61,7 @@ def test_the_report_has_the_question_answer_citations_with_their_text_plan_and_s
     assert report.startswith("# Research report: Which came first, A or B?")
     assert "- Status: final (after reflection)" in report and "- Right answer given: A" in report
     assert "## Answer\n\n**A** [1] [2]" in report
-    assert "**Verdict:** correct, verified against the right answer A (exact-match)" in report
+    assert "**Verdict:** correct (verified against the right answer), the right answer: A, by exact-match" in report
     sources = report.split("## Sources")[1].split("## Plan")[0]
     assert "1. **A** (wiki (hotpotqa))" in sources and "Cited sentence: “A (1844) was a magazine.”" in sources
     assert "   > A (1844) was a magazine.\n   > Its second line \\[link\\](javascript:x)." in sources  # as retrieved, inert
@@ -99,7 +99,9 @@ def test_the_report_has_the_right_answer_a_person_typed_marked_as_their_correcti
     assert ("- **Correction by a person**: the right answer is **B \\<script\\>alert('x')\\</script\\>** "
             "(typed by alice, 2026-12-04 12:00:00 UTC; a person's word, not the Judge's)") in feedback
     assert "- Comment: A came second" in feedback
-    assert "**Verdict:** correct, verified against the right answer A" in report  # the Judge's stays apart
+    # The person's word is the run's label, in the words every view uses; the run's own verdict stays apart.
+    assert ("**Verdict:** incorrect (you corrected it), the run's own verdict was correct (verified against the "
+            "right answer)") in report
     assert "<script>" not in report
 
 

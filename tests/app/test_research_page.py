@@ -250,8 +250,9 @@ def test_the_report_downloads_with_the_answer_and_cited_passages_for_its_user_al
     page.locator("#right-answer input, #right-answer textarea").first.fill("First for Women")
     page.locator("#thumbs-down").click()
     page.locator("#feedback-result").get_by_text("Feedback applied").wait_for()
-    expect(page.locator("#history-table")).to_contain_text("incorrect (your feedback)")
-    expect(page.locator("#answer-box")).to_contain_text("Your feedback: incorrect; the right answer, as you typed it: First for Women")
+    expect(page.locator("#history-table")).to_contain_text("incorrect (you corrected it)")
+    expect(page.locator("#answer-box")).to_contain_text(
+        "Your feedback: incorrect (you corrected it); the right answer, as you typed it: First for Women")
     with page.expect_download() as download:
         page.locator("#download-report").click()
     corrected = (tmp_path / "corrected.md")

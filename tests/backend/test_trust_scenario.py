@@ -44,7 +44,8 @@ def test_a_wrong_answer_the_judge_liked_stays_unverified_and_a_persons_word_stay
     stored = store.get(next(e for e in events if isinstance(e, MemoryStored)).memory_id, namespace="alice")
     assert stored.provenance["verified"] is False and stored.correct is False  # not a success of any kind
     stored_event = next(e for e in events if isinstance(e, MemoryStored))
-    assert not stored_event.verified and "(unverified: neither a success nor a failure lesson" in event_to_text(stored_event)
+    assert not stored_event.verified and "(unsure (the Judge's opinion, unverified); neither a success nor a failure lesson" \
+        in event_to_text(stored_event)
     assert "Memory stored" in transcript_of(events).trace_html() and "(incorrect)" not in transcript_of(events).trace_html()
     other = "Which magazine came out first, Arthur's Magazine or First for Women?"
     shown = next(e for e in ask(other, wrong, ["yes", "yes", "yes", "correct"]) if isinstance(e, MemoriesRetrieved))

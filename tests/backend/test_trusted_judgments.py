@@ -45,7 +45,9 @@ def test_without_ground_truth_the_judge_is_unsure_of_an_answer_nothing_retrieved
     judge = Judge(scripted_model_class("judge", (), ["yes", "yes", "yes", CORRECT]))
     verdict = judge.evaluate_without_ground_truth(FYRE, "Lisbon, Portugal", PASSAGES)
     assert verdict.label == UNSURE and not verdict.verified and verdict.source == "judge"
-    assert verdict.feedback[-1].endswith("no retrieved sentence states this answer")
+    assert verdict.feedback[-2].endswith("no retrieved sentence states this answer")
+    assert verdict.feedback[-1].endswith("capped at 0.50: no evidence states the answer")  # read from no evidence
+    assert verdict.confidence == 0.5
     assert verdict.evidence == ["Billy McFarland (entrepreneur)", "Fyre Festival"]
 
 
