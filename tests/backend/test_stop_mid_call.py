@@ -15,13 +15,13 @@ from backend.metering import MeteredModel, RunMeter, StopRequested
 
 class SlowLocalModel:
     """A local model's decoding loop (stream_in_thread + collect_text, as llama.cpp and transformers run
-    it) whose every token waits for `step` to be set by the test: the test decides how far it gets."""
+    it) whose every token waits for the test to release it (`step`): the test decides how far it gets."""
 
     name, supports_images = "slow-local", False
     traits = ModelTraits()
 
     def __init__(self) -> None:
-        self.step = threading.Event()
+        self.step = threading.Semaphore(0)
         self.tokens_made = 0
         self.finished = threading.Event()
         self.finish_reason = ""
@@ -31,7 +31,7 @@ class SlowLocalModel:
 
     def _tokens(self):
         for token_id in range(self.limit):
-            self.step.wait()
+            assert self.step.acquire(timeout=30), "the test never released the next token"
             self.tokens_made += 1
             yield token_id, None
 
@@ -80,27 +80,26 @@ def test_a_generation_under_way_ends_soon_after_stop_and_its_decoding_stops():
     caller.join(timeout=5)
     assert not caller.is_alive() and isinstance(outcome[0], StopRequested)
     assert time.monotonic() - pressed < 1.0
-    model.step.set()  # the model's next token: the producer sees the cancellation and ends
+    model.step.release()  # the model's next token: the producer sees the cancellation and ends
     assert model.finished.wait(5) and model.finish_reason == "cancelled"
-    assert model.tokens_made <= 2
+    assert model.tokens_made == 1
 
 
 def test_a_stream_under_way_raises_stop_requested_without_its_final_completion():
     model, stop = SlowLocalModel(), threading.Event()
     metered = MeteredModel(model, RunMeter(), "executor", stop.is_set)
     stream = metered.stream([{"role": "user", "content": "q"}])
-    model.step.set()
+    model.step.release()
     first = next(stream)
     assert isinstance(first, str)
-    model.step.clear()
     stop.set()
     started = time.monotonic()
     with pytest.raises(StopRequested):
         for _ in stream:
             pass
     assert time.monotonic() - started < 1.0
-    model.step.set()
-    assert model.finished.wait(5) and model.finish_reason == "cancelled"
+    model.step.release()
+    assert model.finished.wait(5) and model.finish_reason == "cancelled" and model.tokens_made == 2
 
 
 def test_a_choice_under_way_is_left_unread_once_stopped():
@@ -125,7 +124,7 @@ def test_a_choice_under_way_is_left_unread_once_stopped():
 
 def test_without_stop_a_choice_and_a_generation_answer_as_before():
     model = SlowLocalModel()
-    model.step.set()
+    model.step.release(3)
     model.release_choice.set()
     model.limit = 3
     metered = MeteredModel(model, RunMeter(), "judge", threading.Event().is_set)
