@@ -207,3 +207,17 @@ def test_a_run_resumes_only_on_the_examples_it_started_on(tmp_path):
     write_rows(example_rows(6), data)  # other examples, same file
     with pytest.raises(ReaderDataError, match="resuming would mix two datasets"):
         train_reader(settings, command="test", progress=False)
+
+
+def test_settings_and_the_evaluation_manifest_name_the_reader_in_use(trained_on_tiny_gguf, tmp_path):
+    from app.settings import role_rows
+    from backend.eval.spec import role_identity
+
+    gguf, run = trained_on_tiny_gguf
+    bare = RoleConfig(backend="llamacpp", model_file=str(gguf))
+    config = Config(data_dir=tmp_path / ".mia", roles={"planner": bare, "executor": replace(bare, adapter=str(run))})
+    identity = role_identity(config)
+    sha = read_reader_adapter(run).manifest["adapter_sha256"][:12]
+    assert identity["executor"].endswith(f"+reader:{run.name}@{sha}") and "+reader" not in identity["planner"]
+    rows = {row[0]: row for row in role_rows(config)}
+    assert f"trained reader {run.name}" in rows["executor"][3] and "trained reader" not in rows["planner"][3]
