@@ -772,10 +772,11 @@ class EpisodeLoop:
         session = outcome.session = self._session(episode, run_tools)
         session.start(question, [], self._executor_caption(caption))
         search = session.search_tool()
-        found = ""
+        found = False
         for query in evidence_queries(question, taught.answer, taught.evidence) if search is not None else []:
             yield from session.search(search.name, query)
-            found = stating_sentence(taught.answer, question, session.passages)
+            # A sentence stating it about what the question asks (a comparison's answer no one sentence states).
+            found = not closed_options(question) and bool(session.sources(taught.answer))
             if found:
                 break
         yield session.answer_with(taught.answer, taught={**taught.to_dict(), "confirmed": bool(found)})

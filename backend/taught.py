@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from backend.events import ToolCalled, ToolReturned
-from backend.evidence import closed_options, stating_sentence
+from backend.evidence import closed_options, is_about, stating_sentence
 from backend.evidence import named_phrases
 from backend.tools.base import Tool
 from backend.tools.text_ranking import tokenize
@@ -178,6 +178,18 @@ def evidence_queries(question: str, answer: str, evidence: dict | None = None) -
     return list(dict.fromkeys([*found, names, f"{answer} {names}"]))
 
 
+def stating_about(answer: str, question: str, passages: list[dict]) -> str:
+    """'Title: sentence' of the first passage whose sentence states `answer` about what the question asks
+    (backend.evidence.is_about: "United States" taught for the Eiffel Tower is not stated by the Statue
+    of Liberty's page), or ""."""
+    for passage in passages:
+        stated = stating_sentence(answer, question, [passage])
+        title, _, sentence = stated.partition(": ")
+        if stated and is_about(sentence, title, [question], answer):
+            return stated
+    return ""
+
+
 def evidence_in_run(events: list, question: str, answer: str) -> dict | None:
     """Where the run's own searches brought back a sentence stating `answer`: {"query", "title",
     "sentence"} of the first such search (its queries joined), or None."""
@@ -189,7 +201,7 @@ def evidence_in_run(events: list, question: str, answer: str) -> dict | None:
             values = [v for v in event.arguments.values() if isinstance(v, (list, str))]
             queries = " ".join(" ".join(map(str, v)) if isinstance(v, list) else v for v in values)
         elif isinstance(event, ToolReturned) and event.ok:
-            stated = stating_sentence(answer, question, event.passages)
+            stated = stating_about(answer, question, event.passages)
             if stated and queries:
                 title, _, sentence = stated.partition(": ")
                 return {"query": queries, "title": title, "sentence": sentence}
@@ -206,7 +218,7 @@ def find_evidence(search: Tool | None, question: str, answer: str) -> dict | Non
         result = search({search.capabilities.query_argument: [query]})
         if not result.ok:
             continue
-        stated = stating_sentence(answer, question, [asdict(p) for p in result.passages])
+        stated = stating_about(answer, question, [asdict(p) for p in result.passages])
         if stated:
             title, _, sentence = stated.partition(": ")
             return {"query": query, "title": title, "sentence": sentence}

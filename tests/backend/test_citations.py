@@ -53,3 +53,13 @@ def test_is_about_needs_a_name_or_two_words_of_the_question_beside_the_answer():
     assert is_about("It is 27 metres deep.", "Lake Vell", [QUESTION], "27") is False
     assert is_about("The harbour charges 27 crowns per tonne.", "Tariffs", [QUESTION], "27") is True
     assert is_about("He was born in Cincinnati.", "Steven Spielberg", ["Where was Steven Spielberg born?"], "Cincinnati")
+
+
+def test_a_taught_answer_is_stated_only_by_a_passage_about_what_the_question_asks():
+    from backend.taught import stating_about
+
+    question = "In which country is the Eiffel Tower?"
+    statue = {"title": "Statue of Liberty", "text": "The Statue of Liberty is a colossal statue in the United States."}
+    tower = {"title": "Eiffel Tower", "text": "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."}
+    assert stating_about("United States", question, [statue]) == ""
+    assert stating_about("France", question, [statue, tower]).startswith("Eiffel Tower: ")
