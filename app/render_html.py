@@ -18,7 +18,7 @@ from app.report import cited_passage, document_place, query_text, source_label, 
 from app.transcript import STOPPED_BY_USER, RunLimits, RunTranscript, StepView
 from app.answer_glance import also_read, best_so_far, is_not_of_kind, stating_sentence, with_unit
 from backend.labels import feedback_words, verdict_words
-from app.wording import (STRATEGY_SHOWN, hop_outcome, one_line, person_plan_note, stored_label, summary_origin, uses_phrase,
+from app.wording import (STRATEGY_SHOWN, hop_outcome, one_line, person_plan_note, summary_origin, uses_phrase,
                          verdict_provenance)
 from backend.events import AnswerReady, Event, HopAnswered
 from backend.replay import replay
