@@ -111,14 +111,14 @@ def stream_in_thread(produce: Callable[[Emit, threading.Event], Completion], nam
     try:
         while True:
             stop = _STOP_CHECK.get()
+            if stop is not None and stop():  # checked before every piece: a fast stream may never leave a gap
+                cancelled.set()
+                yield Completion(text="".join(shown), prompt_tokens=0, completion_tokens=0,
+                                 seconds=time.perf_counter() - started, finish_reason="cancelled")
+                return
             try:
                 item = pieces.get(timeout=STOP_POLL_SECONDS if stop is not None else None)
             except queue.Empty:
-                if stop():
-                    cancelled.set()
-                    yield Completion(text="".join(shown), prompt_tokens=0, completion_tokens=0,
-                                     seconds=time.perf_counter() - started, finish_reason="cancelled")
-                    return
                 continue
             if isinstance(item, BaseException):
                 raise item

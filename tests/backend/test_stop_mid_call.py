@@ -131,3 +131,27 @@ def test_without_stop_a_choice_and_a_generation_answer_as_before():
     assert metered.choose([{"role": "user", "content": "q"}], ["yes", "no"]).label == "yes"
     completion = metered.generate([{"role": "user", "content": "q"}], max_new_tokens=3)
     assert (completion.text, completion.finish_reason) == (" x x x", "length")
+
+
+def test_a_stream_whose_pieces_never_pause_still_stops_at_once():
+    """Pieces every 5 ms leave the waiting consumer no gap to notice Stop in: it is checked before each."""
+    model, stop = SlowLocalModel(), threading.Event()
+    tokens = model._tokens
+
+    def steady():  # a token every 5 ms, as a fast model streams
+        for token in tokens():
+            time.sleep(0.005)
+            yield token
+
+    model._tokens = steady
+    model.step.release(1000)
+    metered = MeteredModel(model, RunMeter(), "executor", stop.is_set)
+    stream = metered.stream([{"role": "user", "content": "q"}])
+    assert isinstance(next(stream), str)
+    stop.set()
+    started = time.monotonic()
+    with pytest.raises(StopRequested):
+        for _ in stream:
+            pass
+    assert time.monotonic() - started < 0.5
+    assert model.finished.wait(5) and model.finish_reason == "cancelled" and model.tokens_made < 200
