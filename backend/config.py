@@ -198,6 +198,7 @@ class DocumentsConfig:
     max_seconds: float = 300.0  # wall clock of the reading process, OCR included; it is stopped at the limit
     max_memory_mb: int = 1024  # memory the reading process may take beyond what it starts with
     worker_nice: int = 19  # how much lower the reading process's CPU priority is (0-19)
+    reads_per_user: int = 1  # documents one user's adds and re-indexes read at once; the rest wait their turn
 
 
 LEARNER_WORKERS = ("process", "thread", "external")
@@ -366,7 +367,8 @@ def _section_classes() -> dict[str, type]:
 
 # Every setting of mia.toml as its dotted key: data_dir and the memory store's URL are Config's own fields.
 SETTING_KEYS = ("paths.data_dir", "memory.url", *(
-    f"{section}.{f.name}" for section, cls in _section_classes().items() for f in fields(cls) if f.type in _FIELD_TYPES))
+    f"{section}.{f.name}" for section, cls in _section_classes().items() for f in fields(cls) if f.type in _FIELD_TYPES
+    and not (f.name == "adapter" and section != "roles.executor")))  # only the Executor takes a trained reader
 ENV_SHORT_NAMES = {"paths.data_dir": "MIA_DATA_DIR"}
 
 
@@ -503,6 +505,7 @@ def validate_documents(d: DocumentsConfig) -> None:
         (d.max_seconds > 0, "documents.max_seconds", "must be positive"),
         (d.max_memory_mb >= 64, "documents.max_memory_mb", "must be at least 64 (the parsers' own working memory)"),
         (0 <= d.worker_nice <= 19, "documents.worker_nice", "must be 0-19"),
+        (d.reads_per_user >= 1, "documents.reads_per_user", "must be at least 1"),
     ])
 
 

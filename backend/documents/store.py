@@ -62,6 +62,40 @@ SHARED_FOLDER = "shared"
 Progress = Callable[[float, str], None]
 
 
+class ReadTurns:
+    """A user's reading slots: at most `slots` reads at once, the others wait in arrival order."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self._changed = threading.Condition()
+        self._queue: list[object] = []  # the waiting, in arrival order
+        self._reading = 0
+
+    @contextmanager
+    def turn(self, on_wait) -> Iterator[None]:
+        """Waits for a slot, calling `on_wait(reads ahead of this one)` when it must wait and whenever
+        its place changes."""
+        me = object()
+        with self._changed:
+            self._queue.append(me)
+            told = None
+            while self._queue[0] is not me or self._reading >= self.slots:
+                ahead = self._queue.index(me) + self._reading
+                if ahead != told:
+                    on_wait(ahead)
+                    told = ahead
+                self._changed.wait()
+            self._queue.pop(0)
+            self._reading += 1
+            self._changed.notify_all()  # the next in line starts too while slots remain
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._reading -= 1
+                self._changed.notify_all()
+
+
 @dataclass(frozen=True)
 class DocumentLimits:
     max_file_bytes: int = 50_000_000
@@ -168,6 +202,7 @@ class DocumentStore:
         self._blob_cache: dict[tuple[str, str], tuple[int, _Blob]] = {}
         self._lock = threading.Lock()
         self._build_locks: dict[str, threading.Lock] = {}
+        self._read_turns: dict[str, ReadTurns] = {}
 
     # -- scopes ----------------------------------------------------------------------------------
     def _scope_dir(self, namespace: str, shared: bool) -> Path:
@@ -268,10 +303,26 @@ class DocumentStore:
                    for _, path in self._manifests(self._scope_dir(namespace, shared)))
 
     # -- adding ----------------------------------------------------------------------------------
+    @contextmanager
+    def _reading_turn(self, namespace: str, progress: Progress | None) -> Iterator[None]:
+        """One of the caller's `documents.reads_per_user` reading slots: a user's further adds wait
+        their turn (their place in the progress text), so one user's large files never take every
+        reading process while other users' requests wait."""
+        with self._lock:
+            turns = self._read_turns.setdefault(namespace, ReadTurns(self.budget.reads_per_user))
+        with turns.turn(lambda ahead: progress(0.0, f"waiting: {ahead} of your reads ahead of this one")
+                        if progress is not None else None):
+            yield
+
     def add_files(self, namespace: str, collection: str, files: Iterable[tuple[Path, str]], *, shared: bool = False,
                   progress: Progress | None = None) -> AddReport:
         """Add each (path, name) to the collection: a file that cannot be added is reported in
         `failed` by name, and the others go in. Names and the collection name are cleaned."""
+        with self._reading_turn(namespace, progress):
+            return self._add_files(namespace, collection, files, shared=shared, progress=progress)
+
+    def _add_files(self, namespace: str, collection: str, files: Iterable[tuple[Path, str]], *, shared: bool,
+                   progress: Progress | None) -> AddReport:
         collection = collection_name(collection)
         report = AddReport(collection=collection, shared=shared)
         scope = self._scope_dir(namespace, shared)
@@ -447,6 +498,11 @@ class DocumentStore:
                 progress: Progress | None = None) -> AddReport:
         """Read the files again from their stored copies, parse and embed them anew (after installing
         tesseract, say); one file, or the whole collection."""
+        with self._reading_turn(namespace, progress):
+            return self._reindex(namespace, collection, file, shared=shared, progress=progress)
+
+    def _reindex(self, namespace: str, collection: str, file: str | None, *, shared: bool,
+                 progress: Progress | None) -> AddReport:
         collection = collection_name(collection)
         scope = self._scope_dir(namespace, shared)
         manifest_path = self._collection_dir(scope, collection) / "manifest.json"

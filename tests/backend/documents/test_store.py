@@ -162,8 +162,14 @@ def test_concurrent_adds_stay_within_the_quota(tmp_path, embedder):
         path.write_text(f"Note {number}: " + "the harbour trust's ledger " * 36, encoding="utf-8")
         files.append(path)
     size = files[0].stat().st_size
+    # Six reads of one user at once (documents.reads_per_user), each past the quota's first check.
+    from dataclasses import replace
+
+    from backend.config import DocumentsConfig
+
     store = DocumentStore(tmp_path / "documents", embedder=EmbedderAfterEveryRead(),
-                          limits=DocumentLimits(max_file_bytes=size, max_namespace_bytes=2 * size + size // 2))
+                          limits=DocumentLimits(max_file_bytes=size, max_namespace_bytes=2 * size + size // 2),
+                          budget=replace(DocumentsConfig(), reads_per_user=adders))
     with ThreadPoolExecutor(adders) as pool:
         reports = list(pool.map(lambda path: store.add_paths("alice", "c", [path]), files))
     added = [info for report in reports for info in report.added]
