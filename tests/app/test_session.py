@@ -73,7 +73,7 @@ def test_a_run_whose_page_closed_finishes_into_a_real_history_row(runtime):
     finished = events[-1]
     verdict = next(e for e in events if e.kind == "verdict")
     assert finished.kind == "run_finished" and not finished.stopped and finished.answer  # it ran to its end
-    assert history_rows(ctx, "default") == [[run_id, ANY, QUESTION, finished.answer, f"{verdict.label} (unverified)"]]
+    assert history_rows(ctx, "default") == [[run_id, ANY, QUESTION, finished.answer, f"{verdict.label} (the Judge's opinion, unverified)"]]
     assert ctx.runs_under_way == set()
 
 
