@@ -12,6 +12,7 @@ stopped run goes on where it stopped. One model-heavy job at a time: it runs the
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -76,7 +77,7 @@ class RecordingExecutor:
         if self.temperature > 0 and len(choice.logprobs) > 1:
             labels = list(choice.logprobs)
             top = max(choice.logprobs.values())
-            weights = [pow(2.718281828, (choice.logprobs[label] - top) / self.temperature) for label in labels]
+            weights = [math.exp((choice.logprobs[label] - top) / self.temperature) for label in labels]
             choice = Choice(label=self.random.choices(labels, weights)[0], logprobs=choice.logprobs, method="sampled")
         self.calls.append(Call(messages, prefill, " " + choice.label, ends_turn=False))
         return choice

@@ -285,6 +285,7 @@ def train_reader(settings: SFTSettings, *, command: str = "", progress: bool = T
     class StepLog(TrainerCallback):
         def __init__(self) -> None:
             self.started = time.perf_counter()
+            self.validated: dict[int, dict] = {}  # step -> scores, so the last checkpoint's are not computed again
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "loss" in logs:
@@ -298,6 +299,7 @@ def train_reader(settings: SFTSettings, *, command: str = "", progress: bool = T
             if validation:
                 started = time.perf_counter()
                 scores = validation_scores(kwargs["model"], validation)
+                self.validated[state.global_step] = scores
                 append_log(output, {"event": "validation", "step": state.global_step, **scores,
                                     "seconds": round(time.perf_counter() - started, 1)})
 
@@ -310,14 +312,15 @@ def train_reader(settings: SFTSettings, *, command: str = "", progress: bool = T
         save_only_model=False, weight_decay=0.0,
     )
     trainer = ReaderTrainer(model=model, args=arguments, train_dataset=ReadingDataset(train), data_collator=collate,
-                            callbacks=[StepLog()])
+                            callbacks=[step_log := StepLog()])
     last = get_last_checkpoint(str(output / CHECKPOINTS)) if (output / CHECKPOINTS).is_dir() else None
     if last:
         append_log(output, {"event": "resume", "checkpoint": Path(last).name, "time": time.time()})
     trainer.train(resume_from_checkpoint=last)
-    final = validation_scores(model, validation) if validation else {}
-    if validation:
-        append_log(output, {"event": "validation", "step": trainer.state.global_step, **final, "final": True})
+    step = trainer.state.global_step
+    final = step_log.validated.get(step) or (validation_scores(model, validation) if validation else {})
+    if validation and step not in step_log.validated:
+        append_log(output, {"event": "validation", "step": step, **final, "final": True})
     model.save_pretrained(str(output / "adapter"))
     write_adapter(output, base_gguf=gguf, data_sha256=stats["data_sha256"], command=command,
                   steps=trainer.state.global_step, stats=stats, validation=final, settings=settings)
