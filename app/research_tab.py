@@ -487,15 +487,19 @@ def build_research_tab(ctx: AppContext):
             try:
                 # closing(): when the page goes away, Gradio closes this generator, and the run goes on
                 # in the background (QuestionRun.follow) instead of stopping unlogged in the middle.
+                # The feedback box is cleared once, at the start: feedback given once the answer shows,
+                # while the reports are still being written, must not be wiped by the run's last updates.
+                yield *views(transcript, limits), transcript.run_id, "", hidden, hidden, hidden
+                kept = gr.update()
                 with closing(question_run.follow()) as updates:
                     for _ in updates:
-                        yield *views(transcript, limits), transcript.run_id, "", hidden, hidden, hidden
+                        yield *views(transcript, limits), transcript.run_id, kept, hidden, hidden, hidden
             except Exception as exc:  # the agent reports its own errors as events; this is a last guard
                 log.exception("run failed outside the agent")
                 transcript.note(f"The run stopped: {exc}", "❌")
             # the final answer first; the reports (the PDF takes a second) then
-            yield *views(transcript), transcript.run_id, "", hidden, hidden, hidden
-            yield *views(transcript), transcript.run_id, "", *report_downloads(ctx, transcript, user, run.namespace)
+            yield *views(transcript), transcript.run_id, gr.update(), hidden, hidden, hidden
+            yield *views(transcript), transcript.run_id, gr.update(), *report_downloads(ctx, transcript, user, run.namespace)
         finally:
             active.end(session, stop_switch)
 

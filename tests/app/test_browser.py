@@ -219,6 +219,29 @@ def test_the_read_only_demo_uses_memories_but_changes_none(read_only_server, new
     assert ctx.runtime.store.get(seed.id, namespace="default").usage_count == seed.usage_count
 
 
+def test_feedback_given_while_the_reports_are_written_stays_on_the_page(read_only_server, new_page, monkeypatch):
+    """The answer shows before the reports are written; a thumbs given in between is not wiped when
+    the run's last update (the reports) arrives."""
+    import app.research_tab as research_tab
+
+    url, _ = read_only_server
+    written, feedback_shown = research_tab.report_downloads, threading.Event()
+
+    def reports_after_the_feedback(*args, **kwargs):
+        assert feedback_shown.wait(timeout=120), "the test never gave its feedback"
+        return written(*args, **kwargs)
+
+    monkeypatch.setattr(research_tab, "report_downloads", reports_after_the_feedback)
+    page = new_page()
+    page.goto(url)
+    research(page)
+    page.locator("#thumbs-down").click()
+    page.locator("#feedback-result").get_by_text("read-only demo").wait_for()
+    feedback_shown.set()
+    page.get_by_role("button", name="⬇ Report (Markdown)").wait_for()
+    expect(page.locator("#feedback-result")).to_contain_text("read-only demo")
+
+
 class HeldModel:
     """The real tiny model whose every call waits until the test sets `released`: a run that lasts as
     long as the test needs, without a big model."""
