@@ -42,12 +42,13 @@ def build_tools(
 ) -> dict[str, Tool]:
     """The research tools: the wiki search (with the user's documents), web search and page visits
     when online, image search, and `extra` tools of your own; every tool's schema is checked here.
-    `struck(namespace)`: the keys of the passages struck as wrong in a namespace, which its search leaves out."""
+    `struck(namespace)`: the keys of the sources struck as wrong in a namespace, which its searches
+    leave out and its page visits do not read."""
     index = WikiIndex.load_or_build(Path(cache_dir), progress=progress, embedder=embedder,
                                     dense_in_background=dense_in_background)
     tools: list[Tool] = [WikiSearchTool(index, documents, struck=struck)]
     if web_enabled:
-        tools += [WebSearchTool(), VisitTool(allow_private=visit_allow_private)]
+        tools += [WebSearchTool(struck=struck), VisitTool(allow_private=visit_allow_private, struck=struck)]
     image_folders = [folder for folder in (demo_images_dir(), image_index_dir) if folder is not None]
     if image_folders:
         missing = [folder for folder in image_folders if not Path(folder).is_dir()]

@@ -2,18 +2,22 @@
 
 Guards: http/https only; every hop of a redirect is re-checked against the SSRF guard; time and
 size are capped. The page text is data for the model to read, never instructions to follow.
+Bound to a caller's namespace, it does not read a page struck as wrong there (backend.tools.struck),
+before or after a redirect: it answers with a short note saying so instead of the page's text.
 """
 
 from __future__ import annotations
 
 import codecs
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import httpx
 
-from backend.tools.base import BaseTool, Passage, ToolError
+from backend.tools.base import BaseTool, Passage, ToolCapabilities, ToolError
 from backend.tools.html_text import html_title_and_paragraphs, text_paragraphs
+from backend.tools.struck import StruckPages
 from backend.tools.text_ranking import rank_texts
 from backend.tools.url_safety import ResolvedURL, request_to_address, resolve_checked
 
@@ -50,19 +54,37 @@ class VisitTool(BaseTool):
     }
 
     def __init__(
-        self, *, allow_private: bool = False, timeout_seconds: float = TIMEOUT_SECONDS, max_bytes: int = MAX_BYTES
+        self, *, allow_private: bool = False, timeout_seconds: float = TIMEOUT_SECONDS, max_bytes: int = MAX_BYTES,
+        struck: Callable[[str], Collection[str]] | None = None, struck_keys: Collection[str] = (),
     ) -> None:
+        """`struck(namespace)`: the keys of the sources struck in a namespace (MemoryStore.struck_keys);
+        `struck_keys`: those of the namespace this tool is bound to."""
         self.allow_private = allow_private
         self.timeout_seconds = timeout_seconds
         self.max_bytes = max_bytes
+        self.struck = struck
+        self.struck_pages = StruckPages(struck_keys)
+        if struck is not None:
+            self.capabilities = ToolCapabilities(per_namespace=True)
+
+    def for_namespace(self, namespace: str) -> VisitTool:
+        """This tool for one caller: it does not read the pages struck in `namespace`."""
+        return VisitTool(allow_private=self.allow_private, timeout_seconds=self.timeout_seconds,
+                         max_bytes=self.max_bytes, struck_keys=self.struck(namespace) if self.struck is not None else ())
 
     def run(self, arguments: dict) -> tuple[str, list[Passage]]:
-        page = self.fetch(arguments["url"].strip())
+        url = arguments["url"].strip()
+        if self.struck_pages.holds(url):
+            return struck_note(url), []
+        page = self.fetch(url)
         text = page.body.decode(page.encoding, errors="replace")
         if page.content_type == "text/plain":
             title, paragraphs = "", text_paragraphs(text)
         else:
             title, paragraphs = html_title_and_paragraphs(text)
+        read = Passage(title=title or page.url, text="", source="page", score=1.0, url=page.url)
+        if self.struck_pages.holds(page.url, read):
+            return struck_note(page.url), []
         if not paragraphs:
             raise ToolError(f"the page {page.url} has no readable text; try another result.")
         chosen = select_paragraphs(paragraphs, arguments["goal"], limit=CONTENT_LIMIT)
@@ -70,8 +92,8 @@ class VisitTool(BaseTool):
         if page.cut:
             header += f" (page cut at {self.max_bytes // 1000} kB)"
         content = header + "\n" + "\n".join(chosen)
-        passage = Passage(title=title or page.url, text="\n".join(chosen), source="page", score=1.0, url=page.url)
-        return content, [passage]
+        read.text = "\n".join(chosen)
+        return content, [read]
 
     def fetch(self, url: str) -> FetchedPage:
         deadline = time.monotonic() + self.timeout_seconds
@@ -131,6 +153,12 @@ class VisitTool(BaseTool):
         return FetchedPage(
             url=url, content_type=content_type, body=bytes(body), encoding=_known_encoding(response.charset_encoding), cut=cut
         )
+
+
+def struck_note(url: str) -> str:
+    """What `visit` answers for a page the analyst struck as wrong: not its text."""
+    return (f"Not read: the analyst struck the page <{url}> as a wrong source for their questions. "
+            "Look for the fact on another page.")
 
 
 def _known_encoding(name: str | None) -> str:

@@ -57,9 +57,11 @@ def test_a_wrong_shape_says_exactly_what_to_send(wiki_index):
 def test_build_tools_offers_web_tools_only_when_enabled(wiki_index, wiki_cache_dir):
     offline = build_tools(cache_dir=wiki_cache_dir, web_enabled=False, progress=False)
     assert "web_search" not in offline and "visit" not in offline and "search" in offline
-    online = build_tools(cache_dir=wiki_cache_dir, web_enabled=True, progress=False)
+    online = build_tools(cache_dir=wiki_cache_dir, web_enabled=True, progress=False, struck=lambda namespace: ())
     assert {"search", "web_search", "visit"} <= set(online)
     assert all(name == tool.name for name, tool in online.items())
+    assert all(online[name].capabilities.per_namespace for name in ("search", "web_search", "visit")), \
+        "each leaves out the sources struck in its caller's namespace"
     assert online["search"].index.timing.built is False, "the session's index is reused, not rebuilt"
 
 
