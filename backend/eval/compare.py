@@ -7,14 +7,15 @@ import json
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from backend.eval.losses import CAUSES, HOP_CAUSES, LossBreakdown, loss_breakdown, read_labels
 from backend.eval.metrics import rolling_accuracy, running_accuracy
-from backend.eval.report import METRICS_HEADER, file_digest, metrics_table_row, rows_in_scope, summarize, with_first_answer
+from backend.eval.report import (METRICS_HEADER, file_digest, markdown_header, markdown_row, metrics_table_row,
+                                 rows_in_scope, summarize, with_first_answer)
 from backend.eval.results import EvalRow, ResultsFile
-from backend.eval.significance import paired_comparison, questions_needed
+from backend.eval.significance import PairedComparison, paired_comparison, questions_needed
 from backend.eval.spec import ROWS_FILE, EvalError, read_manifest
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,22 @@ def distinct_labels(evaluations: list[tuple[Path, dict]]) -> list[str]:
             for (folder, _), label in zip(evaluations, labels)]
 
 
+# Each column of a paired comparison: its header and its cell from a PairedComparison.
+PAIRED_COLUMNS: dict[str, Callable[[PairedComparison], str]] = {
+    "paired": lambda c: str(c.questions),
+    "both right": lambda c: str(c.both_right),
+    "only this": lambda c: str(c.only_this),
+    "only the reference": lambda c: str(c.only_reference),
+    "both / only this / only the reference": lambda c: f"{c.both_right} / {c.only_this} / {c.only_reference}",
+    "difference": lambda c: f"{100 * c.difference:+.1f} pts",
+    "95% interval": lambda c: f"{100 * c.interval[0]:+.1f} to {100 * c.interval[1]:+.1f}",
+    "McNemar p": lambda c: f"{c.p_value:.3f}",
+    "questions needed": lambda c: questions_needed(c.only_this, c.only_reference, c.questions),
+}
+_PAIRED_TABLE = ("paired", "both right", "only this", "only the reference", "difference", "95% interval", "McNemar p",
+                 "questions needed")
+
+
 def paired_table(entries: list[tuple[Path, dict, dict, list[EvalRow]]]) -> list[str]:
     """Each evaluation against the first, on the questions both answered."""
     reference_label, reference_rows = entries[0][1]["label"], entries[0][3]
@@ -98,18 +115,11 @@ def paired_table(entries: list[tuple[Path, dict, dict, list[EvalRow]]]) -> list[
         "got right; 95% bootstrap interval of the difference, 10,000 resamples; questions needed: how many "
         "paired questions would find a gain this large with 80% power at p < 0.05, none where it is not ahead):",
         "",
-        "| evaluation | paired | both right | only this | only the reference | difference | 95% interval | McNemar p "
-        "| questions needed |",
-        "|---|---|---|---|---|---|---|---|---|",
+        markdown_header(["evaluation", *_PAIRED_TABLE]),
     ]
     for _, manifest, _, rows in entries[1:]:
         c = paired_comparison(reference_rows, rows)
-        low, high = c.interval
-        lines.append(
-            f"| {manifest['label']} | {c.questions} | {c.both_right} | {c.only_this} | {c.only_reference} "
-            f"| {100 * c.difference:+.1f} pts | {100 * low:+.1f} to {100 * high:+.1f} | {c.p_value:.3f} "
-            f"| {questions_needed(c.only_this, c.only_reference, c.questions)} |"
-        )
+        lines.append(markdown_row([manifest["label"], *(PAIRED_COLUMNS[name](c) for name in _PAIRED_TABLE)]))
     return lines
 
 

@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from backend.code_identity import describe
@@ -79,21 +80,37 @@ def _pct(value: float) -> str:
     return "n/a" if value != value else f"{100 * value:.1f}%"
 
 
-def metrics_table_row(label: str, s: dict) -> str:
-    q, t = s["per_question"], s["time_split"]
-    return (
-        f"| {label} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['exact_match'])} | {_pct(s['f1'])} "
-        f"| {s['latency_p50_s']:.1f} | {s['latency_p95_s']:.1f} | {s['first_answer_p50_s']:.1f} "
-        f"| {q['llm_calls']:.1f} "
-        f"| {q['prompt_tokens'] + q['completion_tokens']:.0f} | {q['tool_calls']:.1f} "
-        f"| {q['memories_used']:.1f} | {_pct(t['overhead_share'])} |"
-    )
+# Each column of a metrics table: its header and its cell from a summary (summarize). A published table
+# names the columns it shows (backend.eval.table); --summarize and --compare show them all.
+METRIC_COLUMNS: dict[str, Callable[[dict], str]] = {
+    "N": lambda s: str(s["questions"]),
+    "judge accuracy": lambda s: _pct(s["accuracy"]),
+    "EM": lambda s: _pct(s["exact_match"]),
+    "F1": lambda s: _pct(s["f1"]),
+    "p50 s": lambda s: f"{s['latency_p50_s']:.1f}",
+    "p95 s": lambda s: f"{s['latency_p95_s']:.1f}",
+    "first answer p50 s": lambda s: f"{s['first_answer_p50_s']:.1f}",
+    "LLM calls/q": lambda s: f"{s['per_question']['llm_calls']:.1f}",
+    "tokens/q": lambda s: f"{s['per_question']['prompt_tokens'] + s['per_question']['completion_tokens']:.0f}",
+    "tool calls/q": lambda s: f"{s['per_question']['tool_calls']:.1f}",
+    "memories/q": lambda s: f"{s['per_question']['memories_used']:.1f}",
+    "overhead": lambda s: _pct(s["time_split"]["overhead_share"]),
+}
 
 
-METRICS_HEADER = (
-    "| evaluation | N | judge accuracy | EM | F1 | p50 s | p95 s | first answer p50 s | LLM calls/q | tokens/q "
-    "| tool calls/q | memories/q | overhead |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-)
+def markdown_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown_header(columns: list[str]) -> str:
+    return markdown_row(columns) + "\n|" + "---|" * len(columns)
+
+
+def metrics_table_row(label: str, s: dict, columns: Sequence[str] = tuple(METRIC_COLUMNS)) -> str:
+    return markdown_row([label, *(METRIC_COLUMNS[c](s) for c in columns)])
+
+
+METRICS_HEADER = markdown_header(["evaluation", *METRIC_COLUMNS])
 
 
 def code_line(manifest: dict) -> str:
