@@ -1,7 +1,8 @@
 """Command line: `python -m backend.eval --data dev.jsonl --method mia --limit 50 --out DIR`.
 
 Also `--compare DIR [DIR ...] --out DIR` (a table and a learning-curve plot of finished
-evaluations) and `--summarize DIR` (recompute a folder's summary from its rows).
+evaluations), `--summarize DIR` (recompute a folder's summary from its rows) and `--table
+results/<table>` (recompute a published table and its rows' sha256 from the rows committed there).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from backend.eval.datasets import DatasetError
 from backend.eval.report import METRICS_HEADER, SUMMARY_MD, metrics_table_row, write_summary
 from backend.eval.results import ResultsError
 from backend.eval.spec import EvalError, EvalSpec, check_or_write_manifest, copy_memory_from
+from backend.eval.table import recompute_table
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -29,6 +31,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     mode.add_argument("--data", type=Path, help="questions: HotpotQA JSONL or {id, question, answer, image?, hide_titles?} JSONL")
     mode.add_argument("--compare", type=Path, nargs="+", metavar="DIR", help="evaluation folders to compare")
     mode.add_argument("--summarize", type=Path, metavar="DIR", help="recompute the summary of an evaluation folder")
+    mode.add_argument("--table", type=Path, metavar="DIR",
+                      help="recompute a published table (results/<table>) and its rows' sha256 from its committed rows")
     parser.add_argument("--method", choices=METHODS, default="mia", help="the agent loop or baseline to run")
     parser.add_argument("--limit", type=int, help="only the first N questions (with --compare: of each stream)")
     parser.add_argument("--skip", type=int, default=0, help="leave out the first N questions of --data")
@@ -51,8 +55,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.data is None and (args.warm_from or args.warm_limit or args.memory_from or args.skip or args.teach):
         parser.error("--warm-from, --warm-limit, --memory-from, --skip and --teach go with --data")
-    if args.summarize and args.limit:
+    if (args.summarize or args.table) and args.limit:
         parser.error("--limit goes with --data or --compare")
+    if args.table and args.out:
+        parser.error("--table prints the table; it writes no folder (leave out --out)")
     if args.labels and not args.compare:
         parser.error("--labels goes with --compare")
     if args.compare and args.out is None:
@@ -107,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.compare:
             print(f"Comparison: {compare(args.compare, args.out, limit=args.limit, labels=args.labels)}")
+            return 0
+        if args.table:
+            print(recompute_table(args.table), end="")
             return 0
         if args.summarize:
             document = write_summary(args.summarize)

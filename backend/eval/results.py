@@ -104,8 +104,10 @@ class ResultsFile:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def read(self) -> list[EvalRow]:
-        """Every complete row; a half-written last line (an interrupted write) is cut off the file."""
+    def read(self, *, repair: bool = True) -> list[EvalRow]:
+        """Every complete row; a half-written last line (an interrupted write) is cut off the file.
+        With `repair` off (a committed rows file, whose bytes a checksum names) the file is never
+        written: a half-written last line is refused like any other damaged line."""
         if not self.path.exists():
             return []
         raw = self.path.read_bytes()
@@ -120,10 +122,10 @@ class ResultsFile:
                 try:
                     data = json.loads(line)
                 except ValueError as exc:
-                    if i != last_text_line:
-                        raise ResultsError(
-                            f"{self.path}, line {i + 1}: not a result row ({exc}); remove that line to resume."
-                        ) from None
+                    if i != last_text_line or not repair:
+                        fix = ("remove that line to resume" if repair
+                               else "a published table's rows are read as they are: copy the whole file again")
+                        raise ResultsError(f"{self.path}, line {i + 1}: not a result row ({exc}); {fix}.") from None
                     # Rows are written whole with their newline, so only the last one can be partial.
                     log.warning("%s: dropping a half-written last line (%d bytes)", self.path, len(line))
                     self._truncate(offset)
@@ -145,7 +147,7 @@ class ResultsFile:
                     seen[key] = i + 1
                 rows.append(row)
             offset += len(line) + 1
-        if raw and not raw.endswith(b"\n"):
+        if repair and raw and not raw.endswith(b"\n"):
             with self.path.open("ab") as fp:  # the last row lacks only its newline
                 fp.write(b"\n")
         return rows
