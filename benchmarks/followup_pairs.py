@@ -17,7 +17,13 @@ scientist"). Then, by where the phrase stands:
              of the Lisa Simpson character?", then "He was born in what year?" (also after an auxiliary:
              "How many records did the singer who sang ... sell worldwide?": "... did she sell ...?")
 
-The pronoun is "it" for a thing, "he" or "she" for a person (by the pronouns of the bridge page). The
+Titles are matched as written either way ("Love &amp; Other Drugs", "Love and other drugs"); the head
+word is one of the kind words of the bridge page's first sentence (from its "is"/"was" to the first
+word that says more), its title's "(film)" tail, or a word for the same kind ("show" for "series").
+No pair is built where the answer is the bridge page itself ("Eric Edward Whitacre": "Eric Whitacre"),
+where the phrase holds a verb of its own outside a relative clause, or ends on a possessive.
+The pronoun is "it" for a thing, "he" or "she" for a person (a page whose first sentence gives a birth
+or a life's years, or a person's kind; "she" where its text says "she" more than "he"). The
 thread is asked as the app asks it: the first question, then the follow-up made standalone with its
 thread (backend.follow_up) and its passages reused. Each arm runs in fresh namespaces (cold memory).
 It prints judge accuracy both ways with the exact McNemar test, seconds and searches per question, how
@@ -31,11 +37,13 @@ written as they finish, so a stopped run goes on where it stopped.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import re
 import statistics
 import sys
 import time
+import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -53,6 +61,19 @@ _PREPOSITIONS = {"of", "for", "by", "in", "from", "with", "at", "on", "to", "abo
 _ASKING = {"what", "which", "who", "whom", "when", "where", "how"}
 _FUNCTION = _RELATIVE | _AUXILIARIES | _PREPOSITIONS | _ASKING | _DETERMINERS | {"and", "or", "as", "whom"}
 _QUOTES = {'"', "'", "”", "“", "’"}
+# The words a question may call a page's kind by that its text calls by another ("the TNT show": "a
+# television series").
+_SAME_KIND = [{"film", "movie"}, {"series", "show", "sitcom"}, {"song", "single", "track"},
+              {"band", "group"}, {"company", "firm", "business"}, {"singer", "vocalist", "musician", "rapper"},
+              {"novel", "book"}, {"flight", "plane", "aircraft"}, {"footballer", "player"},
+              {"actor", "actress", "star"}, {"town", "city", "village"}]
+_KINDS = {word: kinds for kinds in _SAME_KIND for word in kinds}
+_PERSON_KINDS = set("""actor actress singer songwriter musician rapper writer author novelist poet journalist
+    politician footballer player coach manager director producer screenwriter comedian model businessman
+    businesswoman entrepreneur painter artist architect scientist mathematician philosopher composer
+    conductor drummer guitarist bassist pianist dancer clergyman priest bishop king queen prince princess
+    lawyer judge soldier officer general admiral boxer wrestler cricketer athlete cyclist swimmer
+    personality presenter host broadcaster historian economist engineer inventor physician""".split())
 
 
 @dataclass
@@ -70,8 +91,22 @@ def _base(title: str) -> str:
     return re.sub(r"\s*\(.*?\)\s*$", "", title).strip()
 
 
+def _plain(text: str) -> str:
+    """`text` as a question and a title may both write it: entities decoded, accents, dashes, quotes
+    and "&" written plainly, lower case ("Love &amp; Other Drugs" as "love and other drugs")."""
+    text = unicodedata.normalize("NFKD", html.unescape(text))
+    text = "".join(c for c in text if not unicodedata.combining(c)).replace("&", " and ")
+    text = re.sub(r"[\u2010-\u2015-]", " ", text)
+    text = re.sub(r"[\"'\u2018\u2019\u201c\u201d.,]", "", text)
+    return " ".join(text.lower().split())
+
+
 def _words(text: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[\w'’-]+", text)]
+
+
+def _is_word(token: str) -> bool:
+    return re.fullmatch(r"[a-z][a-z'’-]*", token) is not None
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
@@ -79,12 +114,31 @@ def _tokens(text: str) -> list[tuple[str, int, int]]:
 
 
 def _is_person(sentences: list[str]) -> tuple[bool, str]:
-    """Whether a page is about a person, and the pronoun its text uses for them."""
+    """Whether a page is about a person (its first sentence gives a birth or a life's years, or calls
+    them by a person's kind), and the pronoun its text uses for them."""
+    first = " ".join(sentences[:1])
     text = " " + " ".join(sentences).lower() + " "
     he = len(re.findall(r"\b(?:he|his|him)\b", text))
     she = len(re.findall(r"\b(?:she|her|hers)\b", text))
-    person = "(born" in text or he + she >= 2
+    person = (re.search(r"\((?:[^()]*;)?\s*(?:born\b|[^()]*\b\d{3,4}\s*[–-])", first) is not None
+              or bool(set(_kind_words(first)) & _PERSON_KINDS))
     return person, "she" if she > he else "he"
+
+
+def _kind_words(first_sentence: str) -> list[str]:
+    """The words a page's first sentence calls its subject by: from its "is"/"was" to the first word
+    that starts to say more ("The Wailing is a 2016 South Korean horror film about a policeman":
+    2016, south, korean, horror, film)."""
+    words = _words(first_sentence)
+    start = next((i for i, w in enumerate(words) if w in {"is", "was", "are", "were"}), None)
+    if start is None:
+        return []
+    kind = []
+    for word in words[start + 1:start + 16]:
+        if word in _PREPOSITIONS | _RELATIVE | {"based", "known", "located", "directed", "written", "created"}:
+            break
+        kind.append(word)
+    return kind
 
 
 _OBJECT = {"he": "him", "she": "her", "it": "it"}
@@ -101,14 +155,15 @@ def pair_of(record: dict) -> ThreadPair | None:
     titles = list(dict.fromkeys(record["supporting_facts"]["title"]))
     if record.get("type") != "bridge" or len(titles) != 2 or not question.endswith("?"):
         return None
-    lowered, answer = question.lower(), record["answer"]
-    bridge = [t for t in titles if _base(t).lower() not in lowered and answer.lower() not in _base(t).lower()]
+    lowered, answer = _plain(question), record["answer"]
+    bridge = [t for t in titles if _plain(_base(t)) not in lowered and _plain(answer) not in _plain(_base(t))]
     named = [t for t in titles if t not in bridge]
     if len(bridge) != 1 or len(named) != 1:
         return None
     pages = dict(zip(record["context"]["title"], record["context"]["sentences"]))
     bridge_text = pages.get(bridge[0], [])
-    category = set(_words(" ".join(bridge_text[:1])))
+    category = set(_kind_words(" ".join(bridge_text[:1]))) | set(_words(bridge[0][len(_base(bridge[0])):]))
+    category |= {word for kind in category & _KINDS.keys() for word in _KINDS[kind]}
     named_words = {w for w in _words(_base(named[0])) if w not in _FUNCTION}
     person, pronoun = _is_person(bridge_text)
     pronoun = pronoun if person else "it"
@@ -122,6 +177,10 @@ def pair_of(record: dict) -> ThreadPair | None:
         return any(w in category or w.rstrip("s") in category for w in low[d + 1:d + 4]
                    if w.isalpha() and w not in _FUNCTION and w not in named_words and len(w) > 2)
 
+    def relative(x: int) -> bool:
+        """`who`/`which`/`that` at `x` opens a clause on the noun before it: part of the phrase."""
+        return low[x] in _RELATIVE and x > 0 and _is_word(low[x - 1]) and low[x - 1] not in _FUNCTION
+
     built = None
     # relative: a statement about the named thing, ending "... <the head> who/that/whose/<participle> ... what ...?"
     if low[0] not in _ASKING | _AUXILIARIES | {"in", "on", "at", "during", "name", "for"}:
@@ -129,12 +188,14 @@ def pair_of(record: dict) -> ThreadPair | None:
             if low[d] not in _DETERMINERS or not head_of_bridge(d) or not any(is_named[:d]):
                 continue
             k = d + 1
-            while (k < len(tokens) and low[k] not in _RELATIVE and low[k] not in _FUNCTION and low[k].isalpha()
+            while (k < len(tokens) and low[k] not in _RELATIVE and low[k] not in _FUNCTION and _is_word(low[k])
                    and not (k > d + 1 and low[k].endswith("ed"))):
                 k += 1
             if (k >= len(tokens) or k == d + 1 or not (low[k] in _RELATIVE or low[k].endswith("ed"))
                     or not any(w in _ASKING for w in low[k + 1:])):
                 continue
+            if low[k - 1] not in category and low[k - 1].rstrip("s") not in category:
+                continue  # the phrase's last word names the bridge's kind, not only a word before it ("Spanish")
             head = question[tokens[d + 1][1]:tokens[k - 1][2]]
             clause = question[:tokens[d][1]].strip().rstrip(",")
             rest = question[tokens[k + 1][1]:] if low[k] in _RELATIVE else question[tokens[k][1]:]
@@ -151,11 +212,23 @@ def pair_of(record: dict) -> ThreadPair | None:
             if low[d] not in _DETERMINERS or not head_of_bridge(d) or question[:tokens[d][1]].count('"') % 2:
                 continue  # (a determiner inside a quoted title is the title's)
             last = max((e for e in range(d + 1, len(tokens)) if is_named[e]
-                        and not any(low[x] in {",", "?"} | _ASKING for x in range(d + 1, e))), default=None)
+                        and not any(low[x] in {",", "?"} | _ASKING and not relative(x) for x in range(d + 1, e))),
+                       default=None)
             if last is None:
                 continue
             while last + 1 < len(tokens) and tokens[last + 1][0] in _QUOTES:
                 last += 1
+            # the phrase's head after the name: "the Lisa Simpson character"
+            nouns = 0
+            while (nouns < 2 and last + 2 < len(tokens) and _is_word(low[last + 1]) and low[last + 1] not in _FUNCTION
+                   and tokens[last + 1][0].islower() and not low[last + 1].endswith("ed")
+                   and low[last + 2] in _AUXILIARIES):
+                last, nouns = last + 1, nouns + 1
+            if re.search(r"['’]s$", low[last]):
+                continue  # a name's possessive goes on to what it owns ("Kim Dae-woo's directing debut")
+            if any(low[x] in _AUXILIARIES and not any(relative(y) for y in range(d + 1, x))
+                   for x in range(d + 1, last)):
+                continue  # a verb of its own: a clause, not a noun phrase ("the majority was sung by ...")
             after = low[last + 1] if last + 1 < len(tokens) else "?"
             phrase = question[tokens[d][1]:tokens[last][2]]
             before, tail = question[:tokens[d][1]], question[tokens[last][2]:]
@@ -168,7 +241,8 @@ def pair_of(record: dict) -> ThreadPair | None:
                 built = (f"{who} is {phrase}?", follow, "object")
             elif d == 0 and after in _AUXILIARIES:
                 built = (f"{who} is {phrase[:1].lower() + phrase[1:]}?", _cap(pronoun) + tail, "subject")
-            elif d > 0 and low[d - 1] in ("did", "does", "do") and after.isalpha() and after not in _FUNCTION:
+            elif (d > 0 and low[0] in _ASKING and low[d - 1] in _AUXILIARIES and _is_word(after)
+                  and after not in _FUNCTION and len(tokens) - last <= 4):
                 # "How many records did <the singer who sang X> sell?": "did she sell"
                 built = (f"{who} is {phrase}?", before + pronoun + tail, "subject")
             if built is not None:
@@ -176,8 +250,10 @@ def pair_of(record: dict) -> ThreadPair | None:
     if built is None:
         return None
     first, follow, rule = built
-    if answer.lower() in first.lower() or _base(bridge[0]).lower() in answer.lower() or not re.search(rf"\b(?:{pronoun}|{_OBJECT[pronoun]}|{_POSSESSIVE[pronoun]})\b",
-                                                        follow, re.IGNORECASE):
+    bridge_words = set(_words(_plain(_base(bridge[0]))))
+    if (_plain(answer) in _plain(first) or bridge_words <= set(_words(_plain(answer)))
+            or not re.search(rf"\b(?:{pronoun}|{_OBJECT[pronoun]}|{_POSSESSIVE[pronoun]})\b",
+                                                        follow, re.IGNORECASE)):
         return None
     return ThreadPair(record["id"], question, answer, " ".join(first.split()), _base(bridge[0]),
                       " ".join(follow.split()), rule)
