@@ -32,6 +32,9 @@ DEFAULT_CONFIG_PATH = REPO_ROOT / "mia.toml"
 ROLES = ("planner", "executor", "manager", "judge")
 BACKENDS = tuple(BACKEND_SPECS)  # backend.llm.registry: llamacpp (a GGUF on llama.cpp), embedded (transformers), openai
 SMALL_SETTINGS = ("auto", "true", "false")
+# agent.tools: the tools the app offered before the list existed, in its order (backend/tools/registry.py
+# builds each; web_search and visit need search.web, image_search images to search).
+DEFAULT_TOOLS = ("search", "web_search", "visit", "image_search")
 
 
 class ConfigError(ValueError):
@@ -95,6 +98,7 @@ class AgentConfig:
     taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)
     unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
     count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
+    tools: tuple[str, ...] = DEFAULT_TOOLS  # the Executor's tools by name, in order (backend/tools/registry.py)
 
     # `executor`: the traits the Executor's model declares (backend.llm.base.ModelTraits).
     def guided_for(self, executor) -> bool:
@@ -169,7 +173,6 @@ class SearchConfig:
     hybrid: bool = True  # BM25 + dense (MiniLM) fused by reciprocal rank; first use embeds the corpus once
     web: bool = False
     visit_allow_private: bool = False
-    calculator: bool = False  # offer the Executor the `calculate` tool (dates and amounts); not yet measured on train
 
 
 @dataclass(frozen=True)
@@ -317,12 +320,23 @@ def _coerce(key: str, value: Any, target: type) -> Any:
             return float(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{key}: expected a number, got {value!r}.") from None
+    if target is tuple:
+        if isinstance(value, str):  # from the environment: names separated by commas
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+            raise ConfigError(f'{key}: expected a list of names such as ["search", "calculate"], got {value!r}.')
+        return tuple(value)
     if not isinstance(value, str):
         raise ConfigError(f"{key}: expected text, got {value!r}.")
     return str(value)
 
 
-_FIELD_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
+_FIELD_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "tuple[str, ...]": tuple}
+# Settings that were replaced: a file or variable that still sets one is told what to write instead.
+REPLACED_SETTINGS = {
+    "search.calculator": 'the tools are a list now: add "calculate" to agent.tools '
+                         '(tools = ["search", "web_search", "visit", "image_search", "calculate"] in [agent])',
+}
 
 
 def _build_section(cls: type, key_prefix: str, values: Mapping[str, Any], base: Any = None) -> Any:
@@ -332,6 +346,8 @@ def _build_section(cls: type, key_prefix: str, values: Mapping[str, Any], base: 
         raise ConfigError(f"{key_prefix}: expected a table of settings, got {values!r}.")
     kwargs = {}
     for name, value in values.items():
+        if f"{key_prefix}.{name}" in REPLACED_SETTINGS:
+            raise ConfigError(f"{key_prefix}.{name}: {REPLACED_SETTINGS[f'{key_prefix}.{name}']}.")
         if name not in known:
             raise ConfigError(
                 f"{key_prefix}.{name}: unknown setting; known settings are {', '.join(sorted(known))}."
@@ -438,6 +454,20 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
             'must be "manager" (the paper\'s routing) or "planner"',
         ),
     ])
+    validate_tools(a.tools, f"{key_prefix}.tools")
+
+
+def validate_tools(names: tuple[str, ...], key: str) -> None:
+    """Each name once, and each one a tool the registry builds (a ConfigError lists the known names)."""
+    repeated = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if repeated is not None:
+        raise ConfigError(f"{key}: {repeated!r} is listed twice; list each tool once.")
+    if tuple(names) != DEFAULT_TOOLS:  # the registry imports every tool's libraries; the default needs no look
+        from backend.tools.registry import unknown_tool_problem
+
+        problem = unknown_tool_problem(names, key)
+        if problem:
+            raise ConfigError(problem)
 
 
 def validate_role(prefix: str, role: RoleConfig) -> None:
@@ -622,6 +652,9 @@ def load_config(path: Path | str | None = None, environ: Mapping[str, str] | Non
     for key in raw:
         if key not in known_top:
             raise ConfigError(f"{key}: unknown section; known sections are {', '.join(sorted(known_top))}.")
+    for key, instead in REPLACED_SETTINGS.items():
+        if env_name(key) in environ:
+            raise ConfigError(f"{key} (from {env_name(key)}): {instead}.")
     raw = with_environment(raw, environ)
 
     paths = dict(raw.get("paths", {}))

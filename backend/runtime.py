@@ -16,7 +16,6 @@ from backend.llm.base import ChatModel
 from backend.llm.registry import backend_spec
 from backend.runlog import RunLog
 from backend.tools import build_tools
-from backend.tools.calculator import CalculatorTool
 from memory_db import MemoryStore, get_embedder
 
 log = logging.getLogger(__name__)
@@ -58,6 +57,7 @@ def build_runtime(config: Config, *, progress: bool = True, dense_in_background:
     documents = document_store(config, embedder) if with_documents else None
     store = MemoryStore(config.resolved_memory_url, embedder=embedder)
     tools = build_tools(
+        config.agent.tools,
         cache_dir=config.index_cache_dir,
         web_enabled=config.search.web,
         progress=progress,
@@ -68,7 +68,7 @@ def build_runtime(config: Config, *, progress: bool = True, dense_in_background:
         dense_in_background=dense_in_background,
         documents=documents,
         struck=store.struck_keys,  # each namespace's search leaves out the passages struck there
-        extra=[CalculatorTool()] if config.search.calculator else [],
+        guided=config.agent.guided_for(models["executor"].traits),
     )
     runlog = RunLog(config.runs_dir)
     agent = ResearchAgent(config, models=models, tools=tools, store=store, runlog=runlog)

@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
                            "researched hop by hop (stage executor: decompositions; both: how memories are shown)")
     data.add_argument("--cache-dir", default=".mia/test-cache")
     data.add_argument("--verl", action="store_true", help="write verl's row format instead of ours")
+    data.add_argument("--config", help="the app's TOML whose agent.tools the prompts name (default: mia.toml or $MIA_CONFIG)")
     data.add_argument("--out", type=Path, required=True)
     check = commands.add_parser("verl-check", help="compose and validate a verl stage config (no GPU needed)")
     check.add_argument("--stage", choices=("executor", "planner"), required=True)
@@ -157,10 +158,11 @@ def _stream_and_show(args: argparse.Namespace, learner) -> None:
 
 
 def _build_dataset(args: argparse.Namespace) -> Path:
+    from backend.config import load_config
     from backend.llm.embedded import get_embedded_model
     from backend.planner import Planner
-    from backend.tools.search import WikiSearchTool
     from backend.tools.base import tool_names_line
+    from backend.tools.registry import tool_classes
     from training import datasets
     from training.grpo_config import GRPOSettings
     from training.trainer import resolve_model_dir
@@ -170,16 +172,17 @@ def _build_dataset(args: argparse.Namespace) -> Path:
     else:
         items = datasets.items_from_runs(args.runs, args.namespace, args.memory_url, args.plan_shape)[: args.limit]
     items = datasets.with_memories(items, datasets.empty_memories(args.plan_shape))
+    tools = load_config(args.config).agent.tools  # offered offline to a question without an image
     if args.stage == "executor":
         settings = GRPOSettings(cache_dir=args.cache_dir)
         planner = Planner(get_embedded_model(resolve_model_dir(args.planner_model, settings.cache_path, settings)))
-        records = datasets.stage1_records(items, planner, tool_names_line([WikiSearchTool]), args.plan_shape)
+        records = datasets.stage1_records(items, planner, tool_names_line(tool_classes(tools)), args.plan_shape)
     else:
         records = datasets.stage2_records(items, args.plan_shape)
     if args.verl:
         from training.verl_recipe.data import write_verl_parquet
 
-        return write_verl_parquet(records, args.stage, args.out)
+        return write_verl_parquet(records, args.stage, args.out, tools=tools)
     return datasets.write_records(records, args.out)
 
 

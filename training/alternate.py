@@ -16,11 +16,10 @@ from pathlib import Path
 
 from backend.llm.embedded import get_embedded_model
 from backend.planner import Planner
-from backend.tools import build_tools
 from backend.tools.base import tool_names_line
 from training.datasets import empty_memories, load_hotpotqa, stage1_records, stage2_records, with_memories, write_records
 from training.grpo_config import GRPOSettings, TrainingConfigError
-from training.trainer import resolve_model_dir, train_stage
+from training.trainer import resolve_model_dir, stage_tools, train_stage
 
 
 @dataclass
@@ -43,7 +42,7 @@ def alternate(executor_settings: GRPOSettings, planner_settings: GRPOSettings, r
                                   f"{planner_settings.plan_shape!r}; alternating trains one plan shape, set both alike.")
     output = Path(output_dir or executor_settings.output_path / "alternation")
     cache = executor_settings.cache_path
-    tools = build_tools(cache_dir=cache / "index", web_enabled=False, progress=False)
+    tools = stage_tools(executor_settings)
     items = with_memories(
         load_hotpotqa(executor_settings.resolve(executor_settings.questions_file), executor_settings.num_questions),
         empty_memories(shape),

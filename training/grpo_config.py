@@ -10,6 +10,8 @@ and under the same names as mia.toml, parsed and validated by the same code::
       guided_actions: "on"  # "on", "off" or "auto" (auto = on: the trainer's models are embedded)
       plan_shape: subquestions  # or "steps": the plan both stages run (backend.hops)
       follow_links: true    # a guided turn searches the page the results name (backend/tools/page_links.py)
+      tools: [search]       # the Executor's tools (backend/tools/registry.py); default: mia.toml's default list
+                            # (no web access here: web_search and visit are never built)
     roles:                  # mia.toml's [roles.<role>]
       planner: {max_new_tokens: 64}
       executor: {max_new_tokens: 64}
@@ -55,6 +57,7 @@ SHARED_SECTIONS = ("agent", "roles", "rewards")
 # The keys of the shared sections the trainer reads; the others configure the app only.
 TRAINER_READS = (
     "agent.max_turns", "agent.reflections", "agent.guided_actions", "agent.plan_shape", "agent.follow_links",
+    "agent.tools",
     "roles.planner.max_new_tokens", "roles.executor.max_new_tokens",
 )
 

@@ -59,6 +59,13 @@ def resolve_model_dir(value: str, cache_dir: Path, settings: GRPOSettings) -> Pa
     return path
 
 
+def stage_tools(settings: GRPOSettings) -> dict[str, Tool]:
+    """The Executor's tools: the YAML's agent.tools as the app builds them, without web access (the
+    wiki index under cache_dir/index)."""
+    return build_tools(settings.agent.tools, cache_dir=settings.cache_path / "index", web_enabled=False,
+                       progress=False, guided=settings.guided_actions)
+
+
 def score_episode(stage: str, episode: Episode, tools: dict[str, Tool], rewards: RewardConfig = RewardConfig()) -> Reward:
     if stage == "executor":
         return episode.executor_reward(tools, rewards.executor)
@@ -98,7 +105,7 @@ class StageTrainer:
         if settings.threads:
             torch.set_num_threads(settings.threads)
         cache = settings.cache_path
-        self.tools = tools or build_tools(cache_dir=cache / "index", web_enabled=False, progress=False)
+        self.tools = tools or stage_tools(settings)
         policy_dir = resolve_model_dir(settings.model_dir, cache, settings)
         partner_dir = resolve_model_dir(settings.partner_model_dir or settings.model_dir, cache, settings)
         self.policy = PolicyChatModel(policy_dir, temperature=settings.temperature, lora=settings.lora)

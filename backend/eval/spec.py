@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backend.methods import METHOD_NAMES as METHODS
-from backend.config import REPO_ROOT, AgentConfig, Config
+from backend.config import DEFAULT_TOOLS, REPO_ROOT, AgentConfig, Config
 from backend.eval.datasets import load_questions
 from backend.eval.results import ResultsFile
 from backend.code_identity import code_identity, describe
@@ -197,7 +197,7 @@ def manifest_for(spec: EvalSpec, config: Config) -> dict:
         "teach": spec.teach,
         "seed": spec.seed,
         "models": role_identity(config),
-        "agent": asdict(config.agent),
+        "agent": {**asdict(config.agent), "tools": list(config.agent.tools)},  # as eval.json reads it back
         "search": asdict(config.search),
         "code": code_identity(),
     }
@@ -275,9 +275,10 @@ def with_later_defaults(manifest: dict) -> dict:
     manifest.setdefault("memory_from", None)
     manifest.setdefault("skip", 0)
     manifest.setdefault("teach", False)
-    if isinstance(manifest.get("search"), dict):
-        manifest["search"].setdefault("calculator", False)  # before the calculator existed no run had one
+    calculator = manifest["search"].pop("calculator", False) if isinstance(manifest.get("search"), dict) else False
     if isinstance(manifest.get("agent"), dict):
+        # Before agent.tools the tools were fixed, and search.calculator = true added the calculator.
+        manifest["agent"].setdefault("tools", [*DEFAULT_TOOLS, *(["calculate"] if calculator else [])])
         manifest["agent"].setdefault("strategies_by_type", False)
         manifest["agent"].setdefault("taught_min_similarity", AgentConfig().taught_min_similarity)
         # Before the caption threshold an evaluation's images (none so far) were captioned by any match.

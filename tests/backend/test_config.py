@@ -189,6 +189,8 @@ def another_value(key: str, folder: Path):
     if isinstance(current, float):
         changed = round(current - 0.05 if current >= 0.5 else current + 0.05, 4)
         return str(changed), changed
+    if isinstance(current, tuple):  # a list of names (agent.tools), comma-separated in a variable
+        return "calculate, search", ("calculate", "search")
     text = CHOICES.get(name, "set-by-the-environment")
     return text, text
 
@@ -200,6 +202,8 @@ def bad_value(key: str) -> str | None:
         return ""
     if isinstance(current, (bool, int, float)):
         return "not-a-value"
+    if isinstance(current, tuple):
+        return "search,not-a-tool"
     return "not-a-choice" if name in CHOICES else None
 
 

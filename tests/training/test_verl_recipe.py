@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from backend import protocol
+from backend.tools import ToolSetupError
 from training.datasets import RLRecord
 from training.verl_recipe.data import verl_row, write_verl_parquet
 from training.verl_recipe.reward import compute_score, transcript_steps
@@ -98,6 +99,15 @@ def test_search_tool_runs_as_a_verl_tool_on_the_shared_index(wiki_tools, index_d
     assert "Russian Civil War" in response.text and metrics["ok"] and reward == 0.0
     bad, _, metrics = in_fresh_thread(asyncio.run, tool.execute("t1", {"query": "x"}))
     assert bad.text.startswith("Error: Invalid arguments") and not metrics["ok"]
+
+
+def test_agent_loops_build_the_rows_tools_as_a_question_without_an_image_is_offered_them(index_dir):
+    from training.verl_recipe.agent_loops import _built_tools
+
+    assert list(_built_tools(str(index_dir), ("search", "web_search", "visit", "image_search"))) == ["search"]
+    assert list(_built_tools(str(index_dir), ("calculate",))) == ["calculate"]  # search taken out of the list
+    with pytest.raises(ToolSetupError, match="extra_info.tools: unknown tool 'wiki'; known tools are search"):
+        _built_tools(str(index_dir), ("wiki",))
 
 
 def test_agent_loops_register_with_verl():

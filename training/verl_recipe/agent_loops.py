@@ -1,8 +1,10 @@
 """Our agent loops for verl: the app's own episode (backend.episode) with the policy on verl's server.
 
-`mia_executor` (stage 1): the policy is the Executor and follows the dataset's plan with our
-search tool, in the app's ReAct protocol and prompts; tool responses come back as user turns
-(mask 0), the policy's tokens have mask 1. The reward is the Executor reward of training.rewards,
+`mia_executor` (stage 1): the policy is the Executor and follows the dataset's plan with the row's
+tools (`extra_info.tools`: the app's agent.tools when the dataset was written; rows without it, the
+default list), built by backend/tools/registry.py as the app builds them but without web access, in
+the app's ReAct protocol and prompts; tool responses come back as user turns (mask 0), the policy's
+tokens have mask 1. The reward is the Executor reward of training.rewards,
 read off the episode's steps.
 
 `mia_planner` (stage 2): the policy is the Planner; the frozen Executor (an OpenAI-compatible
@@ -22,24 +24,37 @@ app's hop check (a hop no retrieved sentence states is redone), not a sampled ch
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
+from backend.config import DEFAULT_TOOLS
 from backend.episode import EpisodeSettings
-from backend.tools.search import WikiSearchTool
+from backend.tools.base import Tool
+from backend.tools.registry import build_tools, tool_classes
 from training.datasets import PLAN_SHAPES
 from training.episode import Grader, run_episode
 from training.verl_recipe.policy_model import VerlPolicyModel
 
 
-def _tool(loop: AgentLoopBase) -> WikiSearchTool:
-    from training.verl_recipe.search_tool import _search_tool
-
+def _tools(loop: AgentLoopBase, info: dict) -> dict[str, Tool]:
+    """The row's tools, as a question without an image is offered them (a numpy array when read from parquet)."""
     index_dir = loop.config.get("mia", {}).get("index_cache_dir") or os.environ.get("MIA_INDEX_CACHE_DIR", ".mia/index")
-    return _search_tool(str(index_dir))
+    names = info.get("tools")
+    return _built_tools(str(index_dir), tuple(str(name) for name in (DEFAULT_TOOLS if names is None else names)))
+
+
+@functools.cache
+def _built_tools(index_cache_dir: str, names: Sequence[str]) -> dict[str, Tool]:
+    """Built once per process and shared by every trajectory (the wiki index is loaded once)."""
+    offered = [cls.name for cls in tool_classes(names, key="extra_info.tools")]
+    return build_tools(offered, cache_dir=Path(index_cache_dir), web_enabled=False, progress=False,
+                       key="extra_info.tools")
 
 
 def _plan_shape(info: dict) -> str:
@@ -62,8 +77,7 @@ class MiaExecutorAgentLoop(AgentLoopBase):
         info = kwargs.get("extra_info") or {}
         question, truth = info["question"], str(kwargs["reward_model"]["ground_truth"])
         plan_steps = [str(step) for step in info.get("plan_steps", [])]  # a numpy array when read from parquet
-        search = _tool(self)
-        tools = {search.name: search}
+        tools = _tools(self, info)
         policy = _policy(self, sampling_params)
         # The verl stage runs a single plan without reflection, as the paper's stage 1.
         settings = EpisodeSettings(max_turns=rollout.multi_turn.max_assistant_turns or 8, reflections=0,
@@ -82,14 +96,14 @@ class MiaPlannerAgentLoop(AgentLoopBase):
         rollout = self.config.actor_rollout_ref.rollout
         info = kwargs.get("extra_info") or {}
         question, truth = info["question"], str(kwargs["reward_model"]["ground_truth"])
-        search = _tool(self)
+        tools = _tools(self, info)
         policy = _policy(self, sampling_params)
         executor = _frozen_executor()
         settings = EpisodeSettings(max_turns=8, reflections=1, planner_max_new_tokens=min(rollout.response_length, 200),
                                    max_seconds=600.0, plan_shape=_plan_shape(info))
         episode = await self.loop.run_in_executor(None, lambda: run_episode(
             question=question, ground_truth=truth, planner_model=policy, executor_model=executor,
-            tools={search.name: search}, grader=Grader(), settings=settings,
+            tools=tools, grader=Grader(), settings=settings,
             memory_text=info.get("memory_context", "")))
         reward = episode.planner_reward()
         return policy.output(rollout.response_length, reward=reward.total, **reward.parts)

@@ -13,13 +13,13 @@ from typing import Any
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
+from backend.tools.registry import build_tools
 from backend.tools.search import WikiSearchTool
-from backend.tools.wiki_index import WikiIndex
 
 
 @functools.cache
 def _search_tool(index_cache_dir: str) -> WikiSearchTool:
-    return WikiSearchTool(WikiIndex.load_or_build(Path(index_cache_dir), progress=False))
+    return build_tools(("search",), cache_dir=Path(index_cache_dir), web_enabled=False, progress=False)["search"]
 
 
 def openai_schema() -> OpenAIFunctionToolSchema:

@@ -104,6 +104,21 @@ def test_a_folder_from_before_a_later_agent_setting_resumes_as_run_with_it_off(s
                                 replace(eval_config, agent=replace(eval_config.agent, **{setting: other})))
 
 
+def test_a_folder_from_before_agent_tools_resumes_with_the_tools_it_ran_with(eval_config, tmp_path):
+    """Before agent.tools the tools were fixed, and search.calculator = true added the calculator."""
+    spec = EvalSpec(data=DEV, method="none", out_dir=tmp_path / "none")
+    manifest_path = spec.out_dir / "eval.json"
+    old = check_or_write_manifest(spec, eval_config)
+    assert old["agent"]["tools"] == ["search", "web_search", "visit", "image_search"]
+    del old["agent"]["tools"]
+    for calculator, tools in ((False, eval_config.agent.tools), (True, (*eval_config.agent.tools, "calculate"))):
+        manifest_path.write_text(json.dumps({**old, "search": {**old["search"], "calculator": calculator}}), encoding="utf-8")
+        check_or_write_manifest(spec, replace(eval_config, agent=replace(eval_config.agent, tools=tools)))
+    manifest_path.write_text(json.dumps({**old, "search": {**old["search"], "calculator": True}}), encoding="utf-8")
+    with pytest.raises(EvalError, match="holds another evaluation .*agent"):
+        check_or_write_manifest(spec, eval_config)
+
+
 def test_bad_options_are_refused_with_a_sentence(tmp_path):
     with pytest.raises(EvalError, match="--method 'best' is unknown; choose one of mia"):
         EvalSpec(data=DEV, method="best", out_dir=tmp_path)
