@@ -41,9 +41,6 @@ class ConfigError(ValueError):
     """A configuration value is missing or invalid; the message names the key."""
 
 
-QUOTE_CHECKS = ("off", "plain", "nearest")  # agent.quote_check (backend.reader)
-
-
 @dataclass(frozen=True)
 class RoleConfig:
     backend: str = "llamacpp"
@@ -83,21 +80,12 @@ class AgentConfig:
     sparse_memory_planner: str = "manager"  # who plans while memory is sparse: "manager" or "planner"
     guided_actions: str = "auto"  # "auto" (as the Executor's model declares: on for local models), "on" or "off"
     read_by_quote: bool = True  # a larger Executor copies the sentence that states an open answer before its final answer
-    quote_check: str = "off"  # a quote no retrieved sentence holds: "off" (kept), "plain" (read without it), "nearest" (that sentence)
     follow_links: bool = True  # a guided turn searches the page the results name that an open question needs next
     min_memory_similarity: float = 0.35  # relevance floor (cosine; chosen on train questions, docs/memory.md)
-    strategies_by_type: bool = False  # places the floor leaves empty: same-type memories, shown without their entities
     plan_shape: str = "subquestions"  # "subquestions": hop by hop (backend.hops); "steps": a numbered plan of actions
-    plan_candidates: int = 1  # plans written per question; >1: the one most like past successful plans is followed
-    answer_candidates: int = 1  # plans researched per question (the first greedy, the rest sampled); >1: the reader
-    # chooses among their answers from all their passages (backend.reader.chosen_run)
-    decompose_unstated: bool = False  # a one-hop plan whose answer no retrieved text states is broken into hops again
-    reader_example: bool = False  # the final read is first shown a similar question answered right: its sentence and answer
     caption_min_similarity: float = 0.92  # the image index's nearest match is a caption only this similar (0-1)
     image_text_first: bool = True  # read the answer from the image's OCR text before any plan; stated there: answered
     taught_min_similarity: float = 0.85  # a person's answer is recalled for a rewording at least this similar (backend.taught)
-    unverified_memory_weight: float = 0.0  # retrieval score factor of memories no ground truth or person verified; 0 = not shown
-    count_unverified_outcomes: bool = False  # the paper's unsupervised mode: the Judge's opinion moves win rates
     tools: tuple[str, ...] = DEFAULT_TOOLS  # the Executor's tools by name, in order (backend/tools/registry.py)
 
     # `executor`: the traits the Executor's model declares (backend.llm.base.ModelTraits).
@@ -117,7 +105,7 @@ class AgentConfig:
             return self.max_llm_calls
         # Room for two rounds of turns (a guided turn makes up to 3 calls), reflection, verdict, summary.
         per_turn = 3 if self.guided_for(executor) else 1
-        return max(30, 2 * per_turn * self.turns_for(executor) + 12) * self.answer_candidates + self.plan_candidates - 1
+        return max(30, 2 * per_turn * self.turns_for(executor) + 12)
 
 
 @dataclass(frozen=True)
@@ -435,8 +423,6 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
         (0.0 <= a.caption_min_similarity <= 1.0, f"{key_prefix}.caption_min_similarity", "must be from 0 to 1"),
         (0.0 < a.taught_min_similarity <= 1.0, f"{key_prefix}.taught_min_similarity",
          "must be a cosine similarity above 0 (up to 1)"),
-        (0.0 <= a.unverified_memory_weight <= 1.0, f"{key_prefix}.unverified_memory_weight",
-         "must be from 0 (not shown) to 1"),
         (a.max_question_chars >= 10, f"{key_prefix}.max_question_chars", "must be at least 10"),
         (a.max_seconds > 0, f"{key_prefix}.max_seconds", "must be positive"),
         (a.summary_max_words >= 20, f"{key_prefix}.summary_max_words", "must be at least 20"),
@@ -444,10 +430,6 @@ def validate_agent(a: AgentConfig, key_prefix: str = "agent") -> None:
         (a.max_tokens >= 0, f"{key_prefix}.max_tokens", "must be 0 (no limit) or a positive number of tokens"),
         (a.guided_actions in ("auto", "on", "off"), f"{key_prefix}.guided_actions", 'must be "auto", "on" or "off"'),
         (a.plan_shape in ("steps", "subquestions"), f"{key_prefix}.plan_shape", 'must be "steps" or "subquestions"'),
-        (a.quote_check in QUOTE_CHECKS, f"{key_prefix}.quote_check", 'must be "off", "plain" or "nearest"'),
-        (1 <= a.plan_candidates <= 8, f"{key_prefix}.plan_candidates", "must be from 1 (one plan, no choice) to 8"),
-        (1 <= a.answer_candidates <= 8, f"{key_prefix}.answer_candidates",
-         "must be from 1 (one plan researched, no choice) to 8"),
         (
             a.sparse_memory_planner in ("manager", "planner"),
             f"{key_prefix}.sparse_memory_planner",

@@ -37,22 +37,19 @@ from backend.executor import ExecutorSession
 from backend.judge import CORRECT, FROM_FEEDBACK, Judge, Verdict, image_text_verdict
 from backend.labels import memory_words
 from backend.llm.base import ChatModel
-from backend.llm.memo import RepeatedCalls
 from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
-from backend.plan_selection import PLAN_SAMPLE_TEMPERATURE, most_like_past, numbered
-from backend.planner import Blueprint, Planner
+from backend.planner import Planner
 from backend.provenance import RESEARCH, Provenance
-from backend.reader import chosen_run, first_of_each_answer
 from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
 from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
 from backend.answer_kind import (OPTION, YES_NO, is_of_kind, kind_asked, not_of_kind_answer, says_not_of_kind, span_of_kind,
                                  what_it_is)
-from backend.hops import (Hop, answering_hop, fill, hops_from, reading_example, restates_its_subject, subjects_of,
-                          weakest, worked_examples_shown, yes_no_answer)
+from backend.hops import (Hop, answering_hop, fill, hops_from, restates_its_subject, subjects_of, weakest,
+                          worked_examples_shown, yes_no_answer)
 from backend.image_gaps import gap_query, image_heading
 from backend.follow_up import FollowUpContext
 from backend.inputs import InputError
@@ -79,23 +76,15 @@ class EpisodeSettings:
     planner_max_new_tokens: int = 96
     guided: bool = False
     read_by_quote: bool = False
-    quote_check: str = "off"  # agent.quote_check
     follow_links: bool = False  # agent.follow_links
     max_llm_calls: int = 0  # 0 = no limit
     max_tokens: int = 0  # 0 = no limit
     memory_k: int = 2
     min_memory_similarity: float = 0.35
-    strategies_by_type: bool = False
     plan_shape: str = "subquestions"  # "subquestions" | "steps" (backend.hops)
-    plan_candidates: int = 1  # plans written per question, the one most like past successful plans followed
-    answer_candidates: int = 1  # plans researched per question, the reader choosing among their answers
-    decompose_unstated: bool = False  # agent.decompose_unstated: reflection on a one-hop plan's unstated answer
-    reader_example: bool = False  # agent.reader_example: a verified example of reading before the final read
     taught_min_similarity: float = 0.85
     caption_min_similarity: float = 0.92
     image_text_first: bool = False  # an answer the image's own text states is given before any plan (agent.image_text_first)
-    unverified_memory_weight: float = 0.0
-    count_unverified_outcomes: bool = False
     sparse_memory_planner: str = "manager"
     summary_max_words: int = 300
     memory_scoring: MemoryConfig = MemoryConfig()  # how memories are ranked ([memory]: the paper's weights)
@@ -117,23 +106,15 @@ class EpisodeSettings:
             planner_max_new_tokens=min(config.role("planner").max_new_tokens, 200),
             guided=agent.guided_for(executor_traits),
             read_by_quote=agent.read_by_quote,
-            quote_check=agent.quote_check,
             follow_links=agent.follow_links,
             max_llm_calls=agent.llm_calls_for(executor_traits),
             max_tokens=agent.max_tokens,
             memory_k=agent.memory_k,
             min_memory_similarity=agent.min_memory_similarity,
-            strategies_by_type=agent.strategies_by_type,
             plan_shape=agent.plan_shape,
-            plan_candidates=agent.plan_candidates,
-            answer_candidates=agent.answer_candidates,
-            decompose_unstated=agent.decompose_unstated,
-            reader_example=agent.reader_example,
             taught_min_similarity=agent.taught_min_similarity,
             caption_min_similarity=agent.caption_min_similarity,
             image_text_first=agent.image_text_first,
-            unverified_memory_weight=agent.unverified_memory_weight,
-            count_unverified_outcomes=agent.count_unverified_outcomes,
             sparse_memory_planner=agent.sparse_memory_planner,
             summary_max_words=agent.summary_max_words,
             memory_scoring=config.memory,
@@ -176,16 +157,12 @@ class EpisodeOutcome:
 
 
 def planner_memories(manager: Manager, question: str, namespace: str, caption: str | None,
-                     settings: EpisodeSettings, shows_strategies: bool = True) -> tuple[list[dict], list[dict]]:
+                     settings: EpisodeSettings) -> tuple[list[dict], list[dict]]:
     """The successful and failed memories shown for a question, retrieved as `settings` say (the app's
-    episodes and test-time rollouts alike). With agent.strategies_by_type, memories of the question's
-    type fill the places the relevance floor leaves empty only where they are shown as strategies
-    without names: to a Planner of steps (`shows_strategies`: Method.shows_strategies). A plan of
-    sub-questions is shown whole decompositions (backend.hops.worked_examples), names and all."""
+    episodes and test-time rollouts alike)."""
     s = settings
     found = manager.retrieve(question, namespace, caption, s.memory_k, min_similarity=s.min_memory_similarity,
-                             unverified_weight=s.unverified_memory_weight, scoring=s.memory_scoring,
-                             fill_by_type=s.strategies_by_type and shows_strategies and s.plan_shape == "steps")
+                             scoring=s.memory_scoring)
     return ([memory_to_dict(m, s.min_memory_similarity) for m in found.successful],
             [memory_to_dict(m, s.min_memory_similarity) for m in found.failed])
 
@@ -268,29 +245,7 @@ class EpisodeLoop:
 
     def _retrieve(self, episode: EpisodeInput, manager: Manager | None, caption: str | None) -> tuple[list[dict], list[dict]]:
         s = self.settings
-        return planner_memories(manager, episode.question, episode.namespace, caption, s, self.method.shows_strategies)
-
-    def _chosen_blueprint(self, write: Callable[[float], Blueprint], successful: list[dict],
-                          candidate: tuple[int, int] | None = None) -> tuple[Blueprint, str | None]:
-        """The plan to follow: the one written greedily; with agent.plan_candidates > 1 and past
-        successful plans to compare with, the one of that many (the rest sampled) most like them, and
-        a line saying so. One of several plans researched (`candidate`: its number and how many,
-        agent.answer_candidates) is sampled after the first, and says which it is."""
-        if candidate is not None:
-            number, count = candidate
-            if number > 1:
-                return (write(PLAN_SAMPLE_TEMPERATURE),
-                        f"plan {number} of {count} researched (sampled); the reader chooses among their answers")
-            return write(0.0), f"plan 1 of {count} researched (written greedily); the reader chooses among their answers"
-        first = write(0.0)
-        count = self.settings.plan_candidates
-        past = [memory.get("plan") or "" for memory in successful]
-        if count <= 1 or self.store is None or not any(plan.strip() for plan in past):
-            return first, None
-        candidates = [first] + [write(PLAN_SAMPLE_TEMPERATURE) for _ in range(count - 1)]
-        index, similarity = most_like_past([numbered(b.steps) for b in candidates], past, self.store.embedder.encode)
-        return candidates[index], (f"plan {index + 1} of {count} written: the most like past successful plans "
-                                   f"(similarity {similarity:.2f})")
+        return planner_memories(manager, episode.question, episode.namespace, caption, s)
 
     def _first_planner(self, planner: Planner, successful: list[dict], failed: list[dict]) -> Planner:
         """As in the reference: until memory can show k of each, the Manager's model plans."""
@@ -376,9 +331,6 @@ class EpisodeLoop:
             yield from self._from_taught(episode, taught, caption, run_tools)
         elif from_thread:
             pass  # answered from what the thread found before: nothing more to research
-        elif s.answer_candidates > 1 and method.plans and episode.plan_steps is None:
-            yield from self._research_candidates(episode, planner, successful, failed, caption, run_tools, deadline)
-            outcome = self.outcome
         else:
             yield from self._research(episode, planner, successful, failed, caption, run_tools, deadline)
         if taught is None and not outcome.from_image_text and outcome.session is not None:
@@ -434,58 +386,16 @@ class EpisodeLoop:
         yield from session.report_steps()
         outcome.answer = better
 
-    def _research_candidates(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
-                             caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
-        """agent.answer_candidates: the question researched from that many plans, the first written greedily
-        (the run without this setting), the rest sampled, each in a session of its own. An Executor turn an
-        earlier plan already took is read again, not computed (backend.llm.memo). The reader then chooses
-        among the distinct answers from every plan's passages together (backend.reader.chosen_run), and the
-        run goes on (verdict, memory) with the chosen plan's research. An answer read from the question's
-        image text ends it after the first: every plan would read the same."""
-        count, executor = self.settings.answer_candidates, self.models["executor"]
-        self.models["executor"] = RepeatedCalls(executor)
-        outcomes: list[EpisodeOutcome] = []
-        try:
-            for number in range(1, count + 1):
-                if outcomes and (outcomes[0].from_image_text or outcomes[-1].session.limit_reached(deadline)):
-                    break
-                self.outcome = EpisodeOutcome()
-                yield from self._research(episode, planner, successful, failed, caption, run_tools, deadline,
-                                          candidate=(number, count))
-                outcomes.append(self.outcome)
-        except StopRequested:
-            unanswered = self.outcome.session is None or not self.outcome.session.answer
-            if outcomes and unanswered:  # stopped early in a later plan: the answer so far is the first plan's
-                self.outcome = outcomes[0]
-            raise
-        finally:
-            self.models["executor"] = executor
-        answers = [outcome.answer for outcome in outcomes]
-        chosen = chosen_run(executor, episode.question, answers, [outcome.session.passages for outcome in outcomes])
-        if chosen is None:
-            self.outcome = outcomes[0]
-            return
-        self.outcome = outcomes[chosen]
-        session = self.outcome.session
-        distinct = len(first_of_each_answer(answers))
-        yield Recovery(self.run_id, turn=session.turn_count, reason=f"{len(outcomes)} plans researched gave {distinct} answers",
-                       action=f"{answers[chosen]!r} (plan {chosen + 1}) chosen by the reader from every plan's passages",
-                       routine=True)
-        yield session.answer_with(answers[chosen])
-
     def _research(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
-                  caption: str | None, run_tools: dict, deadline: float,
-                  candidate: tuple[int, int] | None = None) -> Iterator[Event]:
-        """Plan, execute, reflect and replan: the answer goes to `self.outcome`. `candidate`: which of
-        several plans researched this is (_research_candidates)."""
+                  caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
+        """Plan, execute, reflect and replan: the answer goes to `self.outcome`."""
         s, method, run_id, question, outcome = self.settings, self.method, self.run_id, episode.question, self.outcome
         if s.image_text_first and method.plans and self._image_text and episode.plan_steps is None:
             answered = yield from self._answer_from_image_text(episode, caption, run_tools)
             if answered:
                 return
         if s.plan_shape == "subquestions" and (method.plans or episode.plan_steps is not None):
-            yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline,
-                                              candidate)
+            yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline)
             return
         steps_done: list[str] = []
         if episode.plan_steps is not None:
@@ -496,18 +406,15 @@ class EpisodeLoop:
             first_planner = self._first_planner(planner, successful, failed)
             memories_text = episode.memory_text if episode.memory_text is not None else method.planner_text(successful, failed)
             tools_text = tool_names_line(run_tools.values())
-            blueprint, chosen = self._chosen_blueprint(
-                lambda temperature: first_planner.plan(question, memories_text, tools_text, caption, temperature),
-                successful, candidate)
+            blueprint = first_planner.plan(question, memories_text, tools_text, caption)
             plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
-                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}", chosen=chosen)
+                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
             outcome.plans.append(plan)
             yield plan
             steps_done = list(blueprint.steps)
         outcome.first_plan_step_count = len(steps_done)
 
         session = outcome.session = self._session(episode, run_tools)
-        yield from self._show_reading_example(session, successful)
         session.start(question, steps_done, self._executor_caption(caption), context=method.executor_notes(successful, failed))
         yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
         outcome.first_answer = session.answer
@@ -533,13 +440,6 @@ class EpisodeLoop:
             yield from session.settle_after_replan()
         outcome.plan_steps = steps_done
         outcome.answer = session.answer
-
-    def _show_reading_example(self, session: ExecutorSession, successful: list[dict]) -> Iterator[Event]:
-        """agent.reader_example: a retrieved question answered right, with the sentence its answer was
-        read from, is shown to the session's final reads (a raw example, not a lesson)."""
-        example = reading_example(successful) if self.settings.reader_example else None
-        if example is not None:
-            yield session.show_example(example)
 
     def _answer_from_image_text(self, episode: EpisodeInput, caption: str | None,
                                 run_tools: dict) -> Generator[Event, None, bool]:
@@ -601,8 +501,7 @@ class EpisodeLoop:
         return plan
 
     def _research_by_hops(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
-                          caption: str | None, run_tools: dict, deadline: float,
-                          candidate: tuple[int, int] | None = None) -> Iterator[Event]:
+                          caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
         """A plan of sub-questions (backend.hops): each hop researched and read on its own, earlier
         answers filled into later hops; reflection checks each hop's answer against a retrieved sentence
         and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
@@ -613,8 +512,7 @@ class EpisodeLoop:
         (ExecutorSession.research_as_question), with no replan."""
         s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
         worked = ""
-        in_document = (self._document_stating(question, run_tools)
-                       if episode.plan_steps is None and candidate is None else None)
+        in_document = self._document_stating(question, run_tools) if episode.plan_steps is None else None
         if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1, a person's plan): its hops as written
             subquestions = list(episode.plan_steps)
             if episode.plan_source == PERSON:
@@ -630,17 +528,14 @@ class EpisodeLoop:
             first_planner = self._first_planner(planner, successful, failed)
             worked = (episode.memory_text if episode.memory_text is not None
                       else worked_examples_shown(successful, failed))
-            blueprint, chosen = self._chosen_blueprint(
-                lambda temperature: first_planner.decompose(question, worked, caption, temperature), successful,
-                candidate)
+            blueprint = first_planner.decompose(question, worked, caption)
             plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
-                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}", chosen=chosen)
+                             planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
             outcome.plans.append(plan)
             yield plan
             subquestions = blueprint.steps
         outcome.first_plan_step_count = len(subquestions)
         session = outcome.session = self._session(episode, run_tools)
-        yield from self._show_reading_example(session, successful)
         hops = outcome.hops = hops_from(subquestions)
         # A person's single sub-question that is not the question itself is what they chose to ask: it is
         # researched as a hop, and the question read over what it found.
@@ -654,9 +549,8 @@ class EpisodeLoop:
             yield from session.research_as_question(hops[0], question, max_turns=s.max_turns, deadline=deadline)
             outcome.first_answer = outcome.answer = session.answer
             outcome.plan_steps = [hops[0].template]
-            if ((s.decompose_unstated or in_document is not None) and self.method.reflects and s.reflections
-                    and episode.plan_steps is None and not hops[0].stated and not closed_options(question)
-                    and not session.limit_reached(deadline)):
+            if (in_document is not None and self.method.reflects and s.reflections and not hops[0].stated
+                    and not closed_options(question) and not session.limit_reached(deadline)):
                 yield from self._decompose_unstated(session, planner, question, worked, caption, deadline)
             return
         yield from self._research_hops(session, hops, deadline)
@@ -705,10 +599,11 @@ class EpisodeLoop:
 
     def _decompose_unstated(self, session: ExecutorSession, planner: Planner, question: str, worked: str,
                             caption: str | None, deadline: float) -> Iterator[Event]:
-        """agent.decompose_unstated: the reflection of a one-hop plan. Its answer is stated by no retrieved
-        text (nothing found holds it, or it is what the question names), so the Planner is asked for
-        sub-questions again, told so; when it writes two or more, they are researched hop by hop in
-        the same session, and an answer a retrieved text states replaces the first one."""
+        """The reflection of the one hop researched first for a question one of the person's documents
+        matches (_document_stating). Its answer is stated by no retrieved text (nothing found holds it,
+        or it is what the question names), so the Planner is asked for sub-questions, told so; when it
+        writes two or more, they are researched hop by hop in the same session, and an answer a
+        retrieved text states replaces the first one."""
         outcome, first = self.outcome, session.answer
         yield ReflectionDecided(self.run_id, replan=True, round=1)
         blueprint = planner.decompose(question, worked, caption, unstated=first)
@@ -752,8 +647,7 @@ class EpisodeLoop:
         session = ExecutorSession(
             self.models["executor"], run_tools, self.meter, self.run_id, max_new_tokens=s.executor_max_new_tokens,
             image=episode.image, max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
-            read_by_quote=s.read_by_quote,
-            quote_check=s.quote_check, follow_links=s.follow_links,
+            read_by_quote=s.read_by_quote, follow_links=s.follow_links,
         )
         if self._image_text:
             session.passages.append(image_text_passage(self._image_text))
@@ -785,7 +679,7 @@ class EpisodeLoop:
 
     def _finish(self, episode: EpisodeInput, outcome: EpisodeOutcome, verdict: Verdict, manager: Manager | None,
                 caption: str | None, shown: list[dict]) -> Iterator[Event]:
-        s, run_id, answer = self.settings, self.run_id, outcome.answer
+        run_id, answer = self.run_id, outcome.answer
         outcome.verdict = VerdictReady(
             run_id, label=verdict.label, method=verdict.method, ground_truth=episode.ground_truth,
             feedback=verdict.feedback, source=verdict.source, confidence=verdict.confidence,
@@ -796,7 +690,7 @@ class EpisodeLoop:
         used_ids = [m["id"] for m in shown]
         if outcome.taught is not None:
             used_ids.append(outcome.taught.memory_id)
-        if self.store is not None and used_ids and (verdict.verified or s.count_unverified_outcomes):
+        if self.store is not None and used_ids and verdict.verified:
             # Win rates count verified outcomes: the Judge's own opinion can be steered by what the
             # run read. A memory may have been evicted or deleted while this run used it.
             self.store.record_outcome(used_ids, correct=verdict.correct, namespace=episode.namespace, missing_ok=True)

@@ -67,7 +67,7 @@ class PlanReady(Event):
     revision: int = 0  # 0 = the first blueprint, 1.. = supplementary plans after reflection
     recovered: str | None = None  # set when the model's text gave no steps and a recovery was used
     planner_model: str = ""  # which model wrote it (the Manager's while memory is sparse)
-    chosen: str | None = None  # how it was chosen among several written (agent.plan_candidates); None: the only one
+    chosen: str | None = None  # why this plan and not the Planner's (a document matches the question); None: the Planner's
     source: str | None = None  # "person": the person reviewed it before it ran and it was researched as written; None: the Planner's
     drafted: list[str] | None = None  # a person's plan: the Planner's draft it was made from (the same steps when kept as drafted)
 

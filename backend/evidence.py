@@ -151,22 +151,6 @@ def stating_sentence(answer: str, question: str, passages: list[dict], *, max_ch
     return ""
 
 
-def quoted_sentence(quote: str, passages: list[dict]) -> tuple[str, float]:
-    """The retrieved sentence nearest to a quote and the share of the quote's content words it holds
-    (1.0: every word; ("", 0.0) when there is none). A quote a small model "copies" is often the
-    question restated with an answer filled in, which no passage says."""
-    wanted = set(tokenize([quote])[0])
-    best, best_share = "", 0.0
-    if not wanted:
-        return best, best_share
-    for p in passages:
-        for sentence in split_sentences(" ".join((p.get("text") or "").split())):
-            share = len(wanted & set(tokenize([sentence])[0])) / len(wanted)
-            if share > best_share:
-                best, best_share = sentence, share
-    return best, best_share
-
-
 def passages_naming(passages: list[dict], names: list[str]) -> list[dict]:
     """The passages that name one of `names`: more than half of its content words in their title or
     text ("Claudio López" for "Claudio Javier López"); every passage when `names` has no content word."""

@@ -71,7 +71,6 @@ class ExecutorSession(AnswerReading):
         guided: bool = False,
         compare_by_facts: bool = True,
         read_by_quote: bool = False,
-        quote_check: str = "off",
         follow_links: bool = False,
         says_a_place: bool = True,
         facts_by_kind: bool = False,
@@ -82,11 +81,9 @@ class ExecutorSession(AnswerReading):
         self.guided = guided
         self.compare_by_facts = compare_by_facts  # a larger model copies each option's fact before choosing
         self.read_by_quote = read_by_quote  # a larger model copies the answer's sentence before a final open answer
-        self.quote_check = quote_check  # what becomes of a quote no retrieved sentence holds (AnswerReading)
         self.follow_links = follow_links  # a guided turn searches the page the results name that an open question needs next
         self.says_a_place = says_a_place  # a final read of a "where" question is told the answer is a place (AnswerReading)
         self.facts_by_kind = facts_by_kind  # the options' facts asked for as what the question compares (AnswerReading)
-        self.reading_example = ""  # agent.reader_example (AnswerReading.show_example)
         self.links_followed: list[str] = []
         self.hops_researched: list[Hop] = []  # a plan's sub-questions as researched (a redone hop again)
         self.last_finish_reason = ""

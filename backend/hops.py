@@ -387,21 +387,6 @@ def worked_examples(memories: list[dict], limit: int = 2) -> list[tuple[str, lis
     return examples[:limit]
 
 
-def reading_example(memories: list[dict]) -> tuple[str, str, str] | None:
-    """agent.reader_example: the first retrieved memory answered right and verified whose plan of
-    sub-questions records the sentence its answer was read from, as (question, sentence, answer): the
-    last hop with both. The sentence is stored as "Title: sentence"; the example shows the sentence."""
-    for memory in memories:
-        hops = memory.get("decomposition")
-        if not memory.get("correct") or not memory.get("verified", True) or not readable_decomposition(hops):
-            continue
-        stated = [hop for hop in hops if isinstance(hop.get("answer"), str) and hop["answer"].strip()
-                  and isinstance(hop.get("sentence"), str) and hop["sentence"].strip()]
-        if stated:
-            return memory["question"], stated[-1]["sentence"].split(": ", 1)[-1], stated[-1]["answer"]
-    return None
-
-
 def worked_examples_shown(successful: list[dict], failed: list[dict]) -> str:
     """The worked examples among retrieved memories as the Planner writing sub-questions is shown them
     (the app's episodes, test-time rollouts and training data alike)."""

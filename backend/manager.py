@@ -195,45 +195,17 @@ class Manager:
         self.summary_max_words = summary_max_words
 
     def retrieve(self, question: str, namespace: str, caption: str | None, k: int,
-                 min_similarity: float | None = None, unverified_weight: float = 1.0,
-                 scoring: MemoryConfig = MemoryConfig(), fill_by_type: bool = False) -> ContrastiveMemories:
-        """The k best successful and failed memories, ranked with `scoring`'s weights (the config's
-        [memory] section); a memory no ground truth or person verified has its score multiplied by
-        `unverified_weight` (0: never shown), so the Judge's opinion alone weighs less. With
-        `fill_by_type`, places the relevance floor left empty go to the best-ranked memories of the same
-        question type and form (open, or closed: yes/no, A or B), whatever their similarity: they are
-        shown as strategies without their entities (memory_to_dict)."""
-        found = self._ranked(question, namespace, caption, k, min_similarity, unverified_weight, scoring)
-        if not fill_by_type or (len(found.successful) >= k and len(found.failed) >= k):
-            return found
-        closed = bool(closed_options(question))
-        shown = {m.memory.id for m in found.successful + found.failed}
+                 min_similarity: float | None = None, scoring: MemoryConfig = MemoryConfig()) -> ContrastiveMemories:
+        """The k best successful and failed memories that ground truth or a person verified, ranked with
+        `scoring`'s weights (the config's [memory] section). A memory only the Judge labelled is not
+        shown: its opinion can be steered by what its run read."""
+        found = self.store.search_contrastive(question, namespace=namespace, caption=caption, k=4 * k,
+                                              min_similarity=min_similarity, **scoring_weights(scoring))
 
-        def fits(item) -> bool:
-            return (item.memory.id not in shown and bool((item.memory.provenance or {}).get("workflow"))
-                    and bool(closed_options(item.memory.question)) == closed)
+        def verified(items):
+            return sorted((m for m in items if is_verified(m.memory) and m.score > 0), key=lambda m: -m.score)[:k]
 
-        typed = self._ranked(question, namespace, caption, 4 * k, None, unverified_weight, scoring,
-                             question_type=self.classify(question))
-        return ContrastiveMemories(
-            successful=found.successful + [m for m in typed.successful if fits(m)][:k - len(found.successful)],
-            failed=found.failed + [m for m in typed.failed if fits(m)][:k - len(found.failed)],
-        )
-
-    def _ranked(self, question, namespace, caption, k, min_similarity, unverified_weight, scoring,
-                question_type: str | None = None) -> ContrastiveMemories:
-        wide = k if unverified_weight >= 1.0 else 4 * k
-        found = self.store.search_contrastive(question, namespace=namespace, caption=caption, k=wide,
-                                              min_similarity=min_similarity, question_type=question_type,
-                                              **scoring_weights(scoring))
-        if unverified_weight >= 1.0:
-            return found
-
-        def weighed(items):
-            rescored = [replace(m, score=m.score * (1.0 if is_verified(m.memory) else unverified_weight)) for m in items]
-            return sorted((m for m in rescored if m.score > 0), key=lambda m: -m.score)[:k]
-
-        return ContrastiveMemories(successful=weighed(found.successful), failed=weighed(found.failed))
+        return ContrastiveMemories(successful=verified(found.successful), failed=verified(found.failed))
 
     def classify(self, question: str) -> str:
         by_wording = type_by_wording(question)

@@ -29,7 +29,6 @@ class Method:
     show_to_executor: Shown | None = None  # the memories as notes in the Executor's first turn
     compress: bool = True  # stored as a workflow summary (False: a plain case, plan + outcome)
     manager_plans_while_sparse: bool = True  # agent.sparse_memory_planner applies
-    shows_strategies: bool = False  # shows a memory of the question's type as its strategy, names left out
 
     def planner_text(self, successful: list[dict], failed: list[dict]) -> str:
         return self.show_to_planner(successful, failed) if self.show_to_planner else ""
@@ -39,7 +38,7 @@ class Method:
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("mia", uses_memory=True, plans=True, reflects=True, show_to_planner=format_memories, shows_strategies=True),
+    Method("mia", uses_memory=True, plans=True, reflects=True, show_to_planner=format_memories),
     Method("none"),
     Method("plan", plans=True, reflects=True, show_to_planner=format_memories),
     Method("rag", uses_memory=True, show_to_executor=lambda s, f: past_research_notes(s + f, raw=True)),

@@ -16,15 +16,11 @@ from backend import protocol
 from backend.answer_match import normalize_answer
 from backend.protocol import clean_query
 from backend.events import Event, ExecutorThought, Recovery, TextDelta
-from backend.evidence import choice_options, closed_options, evidence_lines, quoted_sentence
+from backend.evidence import choice_options, closed_options, evidence_lines
 from backend.fact_comparison import comparison_of, decide
 from backend.hops import asked_kind, restates_its_subject
 from backend.llm.base import ChatModel, Choice, Completion
 from backend.prompts import executor as prompts
-
-
-QUOTE_HELD = 0.75  # share of a quote's content words a retrieved sentence must hold to be what it copied
-QUOTE_NEAR = 1 / 3  # ... for "nearest" to read with that sentence instead
 
 
 def choose_option(model: ChatModel, messages: list[dict], options: list[str], prefill: str) -> Choice:
@@ -84,12 +80,10 @@ class AnswerReading:
     worked: list[str]
     read_from: list[str]
     read_by_quote: bool
-    quote_check: str
     says_a_place: bool
     compare_by_facts: bool
     facts_by_kind: bool
     run_id: str
-    reading_example: str  # agent.reader_example: shown before the request to quote (show_example)
 
     def _evidence(self, question: str) -> list[tuple[str, str]]:
         """The run's passages most relevant to the question, whole paragraphs when the model can read
@@ -115,15 +109,6 @@ class AnswerReading:
         self.read_from = list(dict.fromkeys(title for title, _ in evidence))
         lines = [line for _, line in evidence] + [prompts.WORKED_LINE.format(result=r) for r in self.worked]
         return prompts.reader_messages(protocol.neutralise("\n".join(lines)), question, ask)
-
-    def show_example(self, example: tuple[str, str, str]) -> Recovery:
-        """agent.reader_example: the final reads by quote are first shown `example`, (question, sentence,
-        answer) of a similar question answered right (backend.hops.reading_example); the trace says which."""
-        question, sentence, answer = (protocol.neutralise(" ".join(part.split())) for part in example)
-        self.reading_example = prompts.reading_example_text(question, sentence, answer)
-        return Recovery(self.run_id, turn=self.turn_count, reason="a similar question was answered right before",
-                        action=f"its reading is shown before the answer is read: {question!r}: {answer!r}",
-                        raw=self.reading_example.strip(), routine=True)
 
     def _reads_conversation(self) -> bool:
         return self._sees_every_result() and bool(self.passages)
@@ -194,10 +179,10 @@ class AnswerReading:
         prefill = prompts.ANSWER_PREFILL
         quote = None
         if self._quotes and not draft:
-            messages = self._reader_messages(question, self.reading_example + prompts.quote_ask(
+            messages = self._reader_messages(question, prompts.quote_ask(
                 question, from_conversation=self._reads_conversation()) + note)
             written = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=prompts.QUOTE_PREFILL).text
-            quote = yield from self._checked_quote(" ".join(written.split()))
+            quote = " ".join(written.split())
         if quote is not None:
             quoted = f"{prompts.QUOTE_PREFILL} {quote}"
             yield ExecutorThought(self.run_id, turn=self.turn_count, text=quoted)
@@ -214,23 +199,6 @@ class AnswerReading:
         # The first non-empty line: small models often open with a line break before the answer.
         lines = [clean_query(line) for line in (completion.text if completion else "").splitlines()]
         return next((line.strip(" .") for line in lines if line.strip(" .")), "")
-
-    def _checked_quote(self, quote: str) -> Generator[Event, None, str | None]:
-        """The quote as written, unless agent.quote_check finds no retrieved sentence holding it (three
-        quarters of its content words): then None, read without a quote ("plain"), or the retrieved
-        sentence nearest to it ("nearest", when that holds a third of them). On `train` runs 24 of 45
-        quotes were the question restated with an answer filled in, and 5 of those answers were right."""
-        if self.quote_check == "off" or not quote:
-            return quote
-        in_view = [p for p in self.passages if p.get("title") in self.read_from] or self.passages
-        nearest, share = quoted_sentence(quote, in_view)
-        if share >= QUOTE_HELD:
-            return quote
-        replacement = nearest if self.quote_check == "nearest" and share >= QUOTE_NEAR else None
-        yield Recovery(self.run_id, turn=self.turn_count, reason="no retrieved sentence holds the quote",
-                       action=(f"read with the nearest retrieved sentence ({share:.0%} of the quote's words)" if replacement
-                               else "read without it"), raw=quote, routine=True)
-        return replacement
 
     def _option_facts(self, messages: list[dict], options: list[str]) -> dict[str, str]:
         """Each option's fact, one line each, every line prefilled with its option's name (one growing

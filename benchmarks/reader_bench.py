@@ -8,10 +8,9 @@ Usage: OMP_WAIT_POLICY=PASSIVE MIA_SEARCH_HYBRID=false .venv/bin/python benchmar
 
 Variants: `facts` (a two-option question's facts are copied first, a comparison of dates or amounts
 is decided from them), `plain` (the choice straight from the results), `quote` (`facts`, and an open
-question's answer read after copying the sentence that states it: the app's default), and
-`quote-plain` / `quote-nearest` (a quote no retrieved sentence holds is dropped, or replaced by the
-retrieved sentence nearest to it: agent.quote_check), `quote-no-place` (`quote` without telling a
-"where" question's reader that the answer is a place; `--asking place` keeps only those questions),
+question's answer read after copying the sentence that states it: the app's default), `quote-no-place`
+(`quote` without telling a "where" question's reader that the answer is a place; `--asking place` keeps
+only those questions),
 `facts-kind` (`facts`, the facts asked for as what the question compares: a date, a number and what it
 counts, else what the results say the option is or where it is from).
 All variants read the same searched conversation, so the rows are paired. Tune on `train`; never on
@@ -42,20 +41,17 @@ from backend.metering import RunMeter  # noqa: E402
 from backend.runtime import make_chat_model  # noqa: E402
 from backend.tools import build_tools  # noqa: E402
 
-VARIANTS = {  # (compare_by_facts, read_by_quote, quote_check, says_a_place, facts_by_kind)
-    "facts": (True, False, "off", True, False), "plain": (False, False, "off", True, False),
-    "quote": (True, True, "off", True, False), "quote-plain": (True, True, "plain", True, False),
-    "quote-nearest": (True, True, "nearest", True, False), "quote-no-place": (True, True, "off", False, False),
-    "facts-kind": (True, False, "off", True, True),
+VARIANTS = {  # (compare_by_facts, read_by_quote, says_a_place, facts_by_kind)
+    "facts": (True, False, True, False), "plain": (False, False, True, False), "quote": (True, True, True, False),
+    "quote-no-place": (True, True, False, False), "facts-kind": (True, False, True, True),
 }
 
 
-def read(model, tools, record: dict, variant: tuple[bool, bool, str, bool, bool]) -> dict:
+def read(model, tools, record: dict, variant: tuple[bool, bool, bool, bool]) -> dict:
     question = record["question"]
-    compare_by_facts, read_by_quote, quote_check, says_a_place, facts_by_kind = variant
+    compare_by_facts, read_by_quote, says_a_place, facts_by_kind = variant
     session = ExecutorSession(model, tools, RunMeter(), "reader-bench", guided=True, compare_by_facts=compare_by_facts,
-                              read_by_quote=read_by_quote, quote_check=quote_check, says_a_place=says_a_place,
-                              facts_by_kind=facts_by_kind)
+                              read_by_quote=read_by_quote, says_a_place=says_a_place, facts_by_kind=facts_by_kind)
     session.start(question, [])
     for title in record_supporting_titles(record):
         for _ in session.search("search", title):

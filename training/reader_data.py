@@ -249,8 +249,7 @@ def gold_reads(question: str, gold: GoldReader, search: WikiSearchTool, queries:
     reads (messages, segments), or [] when the reading asks for what `gold` does not know, the
     session's answer is not the gold one, or a quoted sentence is not in the prompt it was quoted from."""
     session = ExecutorSession(gold, {"search": search}, RunMeter(), "reader-data", guided=True,
-                              read_by_quote=agent.read_by_quote, quote_check=agent.quote_check,
-                              follow_links=agent.follow_links)
+                              read_by_quote=agent.read_by_quote, follow_links=agent.follow_links)
     session.start(question, [])
     for query in queries:
         for _ in session.search("search", query):

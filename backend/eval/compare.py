@@ -16,7 +16,7 @@ from backend.eval.report import (METRICS_HEADER, file_digest, markdown_header, m
                                  rows_in_scope, summarize, with_first_answer)
 from backend.eval.results import EvalRow, ResultsFile
 from backend.eval.significance import PairedComparison, paired_comparison, questions_needed
-from backend.eval.spec import ROWS_FILE, EvalError, read_manifest
+from backend.eval.spec import REMOVED_AGENT_SETTINGS, ROWS_FILE, EvalError, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +71,20 @@ def compare(result_dirs: list[Path], out_dir: Path, *, limit: int | None = None,
 def distinct_labels(evaluations: list[tuple[Path, dict]]) -> list[str]:
     """How the report names each evaluation: its own label, plus each agent or search setting it ran
     with that differs from the first (the reference), so that two runs of one method apart only in a
-    setting do not read alike; other folders whose labels are still alike get their folder's name."""
+    setting do not read alike; other folders whose labels are still alike get their folder's name.
+    A removed variant's setting that a manifest does not name ran off (spec.REMOVED_AGENT_SETTINGS)."""
+
+    def settings(manifest: dict, section: str) -> dict:
+        return {**(REMOVED_AGENT_SETTINGS if section == "agent" else {}), **manifest.get(section, {})}
+
     reference = evaluations[0][1]
     labels = []
     for _, manifest in evaluations:
         differences = [
             f"{section}.{key} = {json.dumps(value)}"
             for section in _SETTING_SECTIONS
-            for key, value in sorted(manifest.get(section, {}).items())
-            if key in reference.get(section, {}) and reference[section][key] != value
+            for key, value in sorted(settings(manifest, section).items())
+            if key in settings(reference, section) and settings(reference, section)[key] != value
         ]
         if manifest.get("models") != reference.get("models"):
             differences.append("other models")

@@ -31,6 +31,15 @@ WARM_ROWS_FILE = "warm.jsonl"
 MEMORY_FILE = "memory.sqlite"
 RUNS_FOLDER = "runs"
 MEMORY_FROM_FILE = "memory_from.json"  # what was copied in: the source folder and the run ids behind its memories
+# Agent settings of variants measured, lost and removed (docs/results.md), each at the value that left it
+# off. A manifest naming one at that value records an evaluation as it runs now; one that ran the variant
+# can still be read and compared, and resumed only at REMOVED_SETTINGS_COMMIT, the last commit with them.
+REMOVED_AGENT_SETTINGS = {
+    "quote_check": "off", "strategies_by_type": False, "plan_candidates": 1, "answer_candidates": 1,
+    "decompose_unstated": False, "reader_example": False, "unverified_memory_weight": 0.0,
+    "count_unverified_outcomes": False,
+}
+REMOVED_SETTINGS_COMMIT = "f8918e4"
 
 
 class EvalError(ValueError):
@@ -240,6 +249,12 @@ def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
         except json.JSONDecodeError as exc:
             raise EvalError(f"{path} is damaged ({exc.msg}); use a new --out folder.") from None
         previous = with_later_defaults(previous)
+        if removed_variants_run(previous):
+            raise EvalError(
+                f"{spec.out_dir} ran {removed_variants_run(previous)}, a variant measured and removed since "
+                f"(docs/results.md). Use a new --out folder, or check out commit {REMOVED_SETTINGS_COMMIT} "
+                "(the last that has it) to resume it."
+            )
         for key in ("data", "warm_from"):
             previous[key] = _recorded_path(previous.get(key))
         differences = [
@@ -270,8 +285,9 @@ def read_manifest(out_dir: Path) -> dict:
 
 def with_later_defaults(manifest: dict) -> dict:
     """A manifest written before an option or setting existed, as the evaluation it records: it ran
-    without that option (no --memory-from, --skip or --teach) and with the setting off (strategies_by_type).
-    Before a person's answers were recalled no memory held one, so any taught_min_similarity ran alike."""
+    without that option (no --memory-from, --skip or --teach) and with the setting off (image_text_first).
+    Before a person's answers were recalled no memory held one, so any taught_min_similarity ran alike.
+    A removed variant's setting at the value that left it off is dropped (REMOVED_AGENT_SETTINGS)."""
     manifest.setdefault("memory_from", None)
     manifest.setdefault("skip", 0)
     manifest.setdefault("teach", False)
@@ -279,15 +295,18 @@ def with_later_defaults(manifest: dict) -> dict:
     if isinstance(manifest.get("agent"), dict):
         # Before agent.tools the tools were fixed, and search.calculator = true added the calculator.
         manifest["agent"].setdefault("tools", [*DEFAULT_TOOLS, *(["calculate"] if calculator else [])])
-        manifest["agent"].setdefault("strategies_by_type", False)
         manifest["agent"].setdefault("taught_min_similarity", AgentConfig().taught_min_similarity)
         # Before the caption threshold an evaluation's images (none so far) were captioned by any match.
         manifest["agent"].setdefault("caption_min_similarity", AgentConfig().caption_min_similarity)
-        # Before a choice among plans and the image-text-first read, every run wrote one plan and planned first.
-        manifest["agent"].setdefault("plan_candidates", 1)
-        manifest["agent"].setdefault("image_text_first", False)
-        # Before them every run researched one plan and never decomposed a one-hop plan again.
-        manifest["agent"].setdefault("answer_candidates", 1)
-        manifest["agent"].setdefault("decompose_unstated", False)
-        manifest["agent"].setdefault("reader_example", False)  # before it no read was shown an example
+        manifest["agent"].setdefault("image_text_first", False)  # before it every run planned first
+        for key, off in REMOVED_AGENT_SETTINGS.items():
+            if manifest["agent"].get(key, off) == off:
+                manifest["agent"].pop(key, None)
     return manifest
+
+
+def removed_variants_run(manifest: dict) -> str:
+    """The removed variants a manifest (read by with_later_defaults) ran, as "agent.plan_candidates = 4";
+    "" for none."""
+    agent = manifest.get("agent") if isinstance(manifest.get("agent"), dict) else {}
+    return ", ".join(f"agent.{key} = {json.dumps(agent[key])}" for key in REMOVED_AGENT_SETTINGS if key in agent)

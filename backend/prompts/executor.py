@@ -62,15 +62,10 @@ QUOTE_PREFILL = "Sentence:"
 # Said when an open question asks where: a small model answers with the thing the question is about
 # ("Greenland shark", "State Capitol") rather than its place (backend.reader).
 A_PLACE = " The answer is a place."
-# Choosing among several runs' answers to one question (a test-time stream's rollouts, the plans of
-# agent.answer_candidates), from their pooled evidence: each candidate is scored as the reply
-# (backend.reader.choose_among_answers).
+# Choosing among several runs' answers to one question (a test-time stream's rollouts), from their
+# pooled evidence: each candidate is scored as the reply (backend.reader.choose_among_answers).
 CANDIDATES_ASK = ("Candidate answers: {candidates}.\n"
                   "Which candidate does the evidence state as the answer? Reply with that candidate only.")
-# agent.reader_example: a similar question answered right before, shown ahead of the request to quote
-# (backend.hops.reading_example); its text is data from memory, neutralised like the evidence.
-READING_EXAMPLE = ("An example of reading, from a question answered right before (not evidence for this one):\n"
-                   "Question: {question}\nSentence: {sentence}\nAnswer: {answer}\n\n")
 # Said when an open answer read is what the question itself names (its subject, not its answer).
 NOT_THE_ANSWER = "\nThe question itself names {answer}: the answer is something else the results state."
 
@@ -143,10 +138,6 @@ def plain_ask(question: str, *, note: str, from_conversation: bool) -> str:
 
 def quote_ask(question: str, *, from_conversation: bool) -> str:
     return QUOTE_ASK.format(question=question, source=_reader_source(from_conversation))
-
-
-def reading_example_text(question: str, sentence: str, answer: str) -> str:
-    return READING_EXAMPLE.format(question=question, sentence=sentence, answer=answer)
 
 
 def option_facts_text(facts: dict[str, str]) -> str:

@@ -11,8 +11,6 @@ from dataclasses import replace
 
 import pytest
 
-from app.render_html import transcript_of
-from app.render_text import event_to_text
 from backend.agent import ResearchAgent, RunRequest
 from backend.events import (
     AnswerReady,
@@ -122,46 +120,6 @@ def test_no_replan_when_reflection_finds_the_answer_supported(tmp_path, shared_t
     events = list(agent.run(RunRequest(QUESTION, ground_truth="Tulsa")))
     assert [e.revision for e in events if isinstance(e, PlanReady)] == [0]
     assert sum(isinstance(e, AnswerReady) for e in events) == 1
-    agent.store.close()
-
-
-PAST_PLAN = "1. Search for Tinted Windows album\n2. Search for Tinted Windows band first performance city"
-CANDIDATES = ("1. Search for debut albums of 2010\n2. Search for rock festivals",
-              "1. Search for the Tinted Windows album\n2. Search for the Tinted Windows band's first performance",
-              "1. Look up a list of cities\n2. Search for famous concerts")
-
-
-def remember_success(store, question: str, plan: str) -> None:
-    from backend.provenance import RESEARCH, Provenance
-    from memory_db import NewMemory
-
-    provenance = Provenance(origin=RESEARCH, run_id="earlier", answer="Tulsa", first_answer="Tulsa", verified=True,
-                            verdict_source="ground_truth", ground_truth="Tulsa", memories_used=[], trajectory="t")
-    store.add(NewMemory(question=question, summary="Searched the album, then the band.", plan=plan, correct=True,
-                        namespace="default", provenance=provenance.to_dict()))
-
-
-def test_of_several_plans_written_the_one_most_like_a_past_success_is_followed(tmp_path, shared_tools, embedder, roles):
-    models = roles(executor=[call("search", query_list=["Tinted Windows band"]), answer("Tulsa")], planner=CANDIDATES)
-    agent = make(tmp_path, shared_tools, embedder, models, plan_candidates=3, min_memory_similarity=-1.0)
-    remember_success(agent.store, QUESTION, PAST_PLAN)
-    events = list(agent.run(RunRequest(QUESTION, ground_truth="Tulsa")))
-    plan = next(e for e in events if isinstance(e, PlanReady))
-    assert plan.steps == ["Search for the Tinted Windows album", "Search for the Tinted Windows band's first performance"]
-    assert plan.chosen.startswith("plan 2 of 3 written: the most like past successful plans (similarity 0.")
-    assert not models["planner"].outputs  # three plans written
-    assert "(chosen: plan 2 of 3 written" in event_to_text(plan)
-    assert "chosen: plan 2 of 3 written" in transcript_of(events).trace_html()
-    agent.store.close()
-
-
-def test_without_a_past_success_to_compare_with_only_one_plan_is_written(tmp_path, shared_tools, embedder, roles):
-    models = roles(executor=[call("search", query_list=["Tinted Windows band"]), answer("Tulsa")], planner=CANDIDATES)
-    agent = make(tmp_path, shared_tools, embedder, models, plan_candidates=3)
-    events = list(agent.run(RunRequest(QUESTION, ground_truth="Tulsa")))
-    plan = next(e for e in events if isinstance(e, PlanReady))
-    assert plan.chosen is None and plan.steps[0] == "Search for debut albums of 2010"
-    assert len(models["planner"].outputs) == 2  # the greedy plan alone
     agent.store.close()
 
 

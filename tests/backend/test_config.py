@@ -91,13 +91,6 @@ def test_overrides_are_validated():
     assert with_overrides(config, max_turns=2).agent.max_turns == 2
     with pytest.raises(ConfigError, match="agent.memory_k"):
         with_overrides(config, memory_k=0)
-    with pytest.raises(ConfigError, match=r"agent.plan_candidates: must be from 1 \(one plan, no choice\) to 8"):
-        with_overrides(config, plan_candidates=9)
-    with pytest.raises(ConfigError, match=r"agent.answer_candidates: must be from 1 \(one plan researched, no choice\) to 8"):
-        with_overrides(config, answer_candidates=0)
-    # Each plan researched may take a round of turns: the call budget grows with them.
-    assert (with_overrides(config, answer_candidates=3).agent.llm_calls_for(ModelTraits())
-            == 3 * config.agent.llm_calls_for(ModelTraits()))
 
 
 def test_rewards_and_memory_weights_default_to_the_papers():
@@ -171,7 +164,7 @@ def setting_value(config, key: str):
 
 # Settings that take one of a few words: another valid one (a bad value is any other word).
 CHOICES = {"backend": "embedded", "small": "true", "guided_actions": "on", "sparse_memory_planner": "planner",
-           "worker": "thread", "weights_dtype": "float32", "trusted_proxies": "127.0.0.9", "plan_shape": "steps", "quote_check": "nearest",
+           "worker": "thread", "weights_dtype": "float32", "trusted_proxies": "127.0.0.9", "plan_shape": "steps",
            "learner": "rft", "selection": "majority", "sampler": "llamacpp"}
 FILE_VALUES = load_config(environ={})  # the repository's mia.toml
 

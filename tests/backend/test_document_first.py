@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from backend.agent import ResearchAgent, RunRequest
 from backend.documents import DocumentStore
-from backend.events import AnswerReady, HopAnswered, PlanReady
+from backend.events import AnswerReady, HopAnswered, PlanReady, ReflectionDecided
 from backend.runlog import RunLog
 from backend.tools.search import WikiSearchTool
 from memory_db import MemoryStore
@@ -66,3 +66,19 @@ def test_a_question_no_document_holds_is_planned_by_the_planner(tmp_path, shared
     events, models = ask(tmp_path, shared_tools, embedder, scripted_model_class, question, [])
     plans = [e for e in events if isinstance(e, PlanReady)]
     assert models["planner"].calls >= 1 and not (plans[0].chosen or "").startswith("one of your documents")
+
+
+def test_a_document_question_whose_one_hop_answer_no_text_states_is_asked_again_as_sub_questions(
+        tmp_path, shared_tools, embedder, scripted_model_class):
+    """The one hop researched first says "1990", which nothing retrieved states: the Planner, told so,
+    writes sub-questions, and their stated answer replaces it."""
+    question = "When was the Quillmoor reactor commissioned?"
+    events, models = ask(tmp_path, shared_tools, embedder, scripted_model_class, question,
+                         [call("Quillmoor reactor commissioned"), "<think>guess</think><answer>1990</answer>",
+                          "Ada Vantrell", "1987"])  # then each hop's question is searched and its answer read
+    assert any(isinstance(e, ReflectionDecided) and e.replan for e in events)
+    again = [e for e in events if isinstance(e, PlanReady) and e.revision == 1]
+    assert again and len(again[0].steps) == 2
+    assert "found no text stating an answer ('1990')" in models["planner"].model.prompts[0][-1]["content"]
+    assert [e.answer for e in events if isinstance(e, HopAnswered)] == ["1990", "Ada Vantrell", "1987"]
+    assert [e.text for e in events if isinstance(e, AnswerReady)] == ["1990", "1987"]

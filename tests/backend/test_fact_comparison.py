@@ -131,26 +131,13 @@ def test_an_open_question_read_by_quote_answers_with_the_quoted_line_in_view(lar
     assert answer == "Great Exuma" and not any(isinstance(e, ExecutorThought) for e in events)
 
 
-def test_a_quote_no_retrieved_sentence_holds_is_dropped_or_replaced_as_configured(larger_model_class, shared_tools):
+def test_a_quote_no_retrieved_sentence_holds_is_read_as_written(larger_model_class, shared_tools):
     question = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
     invented = " Billy McFarland was charged with wire fraud for the festival supposed to take place in Miami."
-    real = ("The Fyre Festival was a music festival scheduled to take place on the Bahamian island of Great Exuma "
-            "over two weekends in April and May 2017.")
     kept = larger_model_class("executor", [invented, " Miami"])
     answer, events, _ = read(kept, shared_tools, question, ["Fyre Festival"], read_by_quote=True)
-    assert answer == "Miami" and kept.prefills[-1] == "Sentence: " + invented.strip() + "\nAnswer:"  # "off": as written
-    plain = larger_model_class("executor", [invented, " Great Exuma"])
-    answer, events, _ = read(plain, shared_tools, question, ["Fyre Festival"], read_by_quote=True, quote_check="plain")
-    assert answer == "Great Exuma" and plain.prefills == ["Sentence:", "Answer:"]
-    assert any(isinstance(e, Recovery) and e.action == "read without it" and e.raw == invented.strip() for e in events)
-    assert not any(isinstance(e, ExecutorThought) for e in events)
-    nearest = larger_model_class("executor", [" The Fyre event was planned near Great Exuma beaches.", " Great Exuma"])
-    answer, events, _ = read(nearest, shared_tools, question, ["Fyre Festival"], read_by_quote=True, quote_check="nearest")
-    assert nearest.prefills[-1] == "Sentence: " + real + "\nAnswer:"
-    assert next(e for e in events if isinstance(e, ExecutorThought)).text == "Sentence: " + real
-    faithful = larger_model_class("executor", [" " + real, " Great Exuma"])
-    answer, events, _ = read(faithful, shared_tools, question, ["Fyre Festival"], read_by_quote=True, quote_check="plain")
-    assert faithful.prefills[-1] == "Sentence: " + real + "\nAnswer:" and not any(isinstance(e, Recovery) for e in events)
+    assert answer == "Miami" and kept.prefills[-1] == "Sentence: " + invented.strip() + "\nAnswer:"
+    assert not any(isinstance(e, Recovery) for e in events)
 
 
 def test_a_guided_draft_is_read_plain_and_the_final_answer_by_quote(larger_model_class, shared_tools):

@@ -165,9 +165,3 @@ def test_the_table_pairs_each_way_of_selecting_on_the_same_rollouts_and_bounds_t
     drawn = plotted(read_variants(tmp_path / "k4-none"), "k4-none")
     assert [v.label for v in drawn] == ["k4-none", "k4-none, any rollout right (ground truth; a bound)"]
 
-
-def test_a_rollout_researches_one_plan_whatever_the_app_researches(make_learner):
-    from training.episode import EpisodeSettings
-
-    learner = make_learner(learner="none", app_settings=EpisodeSettings(guided=True, answer_candidates=4))
-    assert learner.episode_settings.answer_candidates == 1  # the rollouts are the candidates; selection chooses

@@ -212,7 +212,6 @@ class TestTimeLearner:
             app_settings or EpisodeSettings(memory_k=memory_k, guided=guided),
             max_turns=settings.max_turns, executor_max_new_tokens=settings.max_new_tokens,
             planner_max_new_tokens=settings.max_new_tokens, reflections=1,
-            answer_candidates=1,  # a signal's rollouts are its candidates, each one plan (ttrl.selection chooses)
         )
         self.memory_k = self.episode_settings.memory_k
         self._lock = threading.RLock()

@@ -4,8 +4,8 @@ The paper's test-time protocol reports one answer per incoming question before t
 ground truth scores anything. "memory": the rollout whose plan is most like the plans of past
 successful memories (cosine of their embeddings; with no such memory, the majority); "majority": the
 answer most rollouts gave (ties: the earliest rollout); "reader": the Executor's reader chooses
-among the distinct answers, reading every rollout's passages together (backend.reader.chosen_run,
-which the app's agent.answer_candidates uses too). Rollouts without an answer are chosen last.
+among the distinct answers, reading every rollout's passages together (backend.reader.chosen_run).
+Rollouts without an answer are chosen last.
 """
 
 from __future__ import annotations

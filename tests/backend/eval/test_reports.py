@@ -123,14 +123,16 @@ def test_compare_can_cut_every_stream_to_the_same_length(smoke_results, tmp_path
 
 def test_compare_names_runs_of_one_method_apart_by_the_setting_that_differs(smoke_results, tmp_path):
     source = smoke_results["mia"][0]
-    old, strategies, again = (tmp_path / name for name in ("old", "strategies", "again"))
-    for folder in (old, strategies, again):
+    old, stricter, plans, again = (tmp_path / name for name in ("old", "stricter", "plans", "again"))
+    for folder in (old, stricter, plans, again):
         shutil.copytree(source, folder)
-    edit_manifest(old, lambda m: m["agent"].pop("strategies_by_type"))  # written before the setting
-    edit_manifest(strategies, lambda m: m["agent"].update(strategies_by_type=True))
-    text = compare([old, strategies, again], tmp_path / "cmp").read_text(encoding="utf-8")
+    edit_manifest(old, lambda m: m["agent"].pop("taught_min_similarity"))  # written before the setting
+    edit_manifest(stricter, lambda m: m["agent"].update(taught_min_similarity=0.9))
+    edit_manifest(plans, lambda m: m["agent"].update(plan_candidates=4))  # a variant since removed
+    text = compare([old, stricter, plans, again], tmp_path / "cmp").read_text(encoding="utf-8")
     table = text.split("Paired against")[0]
-    assert "| mia (cold) [agent.strategies_by_type = true] | 3 |" in table
+    assert "| mia (cold) [agent.taught_min_similarity = 0.9] | 3 |" in table
+    assert "| mia (cold) [agent.plan_candidates = 4] | 3 |" in table
     # The reference and the same evaluation again read alike, so each is named by its folder.
     assert "| mia (cold) (old) | 3 |" in table and "| mia (cold) (again) | 3 |" in table
     assert "Paired against mia (cold) (old)" in text

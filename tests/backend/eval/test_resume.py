@@ -4,13 +4,15 @@ memories an unfinished question left behind are removed first."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import replace
 
 import pytest
 
 from backend.eval.results import ResultsFile
-from backend.eval.spec import ROWS_FILE, EvalError, EvalSpec, check_or_write_manifest
+from backend.eval.spec import (REMOVED_SETTINGS_COMMIT, ROWS_FILE, EvalError, EvalSpec, check_or_write_manifest,
+                               read_manifest)
 
 from .conftest import DEV, SMOKE_QUESTIONS, TRAIN
 
@@ -73,22 +75,7 @@ def test_a_committed_result_folder_resumes_from_another_checkout(smoke_results, 
         check_or_write_manifest(EvalSpec(data=TRAIN, method="none", out_dir=out_dir), eval_config)
 
 
-def test_a_folder_from_before_strategies_by_type_resumes_as_run_without_them(smoke_results, eval_config, tmp_path):
-    out_dir = copy_folder(smoke_results["none"][0], tmp_path / "none")
-    manifest_path = out_dir / "eval.json"
-    old = json.loads(manifest_path.read_text())
-    del old["agent"]["strategies_by_type"]
-    manifest_path.write_text(json.dumps(old), encoding="utf-8")
-    check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), eval_config)
-
-    manifest_path.write_text(json.dumps(old), encoding="utf-8")
-    with_strategies = replace(eval_config, agent=replace(eval_config.agent, strategies_by_type=True))
-    with pytest.raises(EvalError, match="holds another evaluation .*agent"):
-        check_or_write_manifest(EvalSpec(data=DEV, method="none", out_dir=out_dir), with_strategies)
-
-
-@pytest.mark.parametrize(("setting", "off", "other"), [("plan_candidates", 1, 3), ("image_text_first", False, True),
-                                                   ("answer_candidates", 1, 3), ("decompose_unstated", False, True)])
+@pytest.mark.parametrize(("setting", "off", "other"), [("image_text_first", False, True)])
 def test_a_folder_from_before_a_later_agent_setting_resumes_as_run_with_it_off(smoke_results, eval_config, tmp_path,
                                                                             setting, off, other):
     eval_config = replace(eval_config, agent=replace(eval_config.agent, **{setting: off}))
@@ -117,6 +104,22 @@ def test_a_folder_from_before_agent_tools_resumes_with_the_tools_it_ran_with(eva
     manifest_path.write_text(json.dumps({**old, "search": {**old["search"], "calculator": True}}), encoding="utf-8")
     with pytest.raises(EvalError, match="holds another evaluation .*agent"):
         check_or_write_manifest(spec, eval_config)
+
+
+@pytest.mark.parametrize(("setting", "off", "ran"), [("plan_candidates", 1, 4), ("strategies_by_type", False, True),
+                                                 ("quote_check", "off", "nearest")])
+def test_a_folder_naming_a_removed_variant_resumes_only_where_it_ran_off(eval_config, tmp_path, setting, off, ran):
+    spec = EvalSpec(data=DEV, method="none", out_dir=tmp_path / "none")
+    manifest_path = spec.out_dir / "eval.json"
+    old = check_or_write_manifest(spec, eval_config)
+    assert setting not in old["agent"]
+    manifest_path.write_text(json.dumps({**old, "agent": {**old["agent"], setting: off}}), encoding="utf-8")
+    check_or_write_manifest(spec, eval_config)
+    manifest_path.write_text(json.dumps({**old, "agent": {**old["agent"], setting: ran}}), encoding="utf-8")
+    with pytest.raises(EvalError, match=rf"ran agent\.{setting} = {re.escape(json.dumps(ran))}, a variant measured and "
+                                        rf"removed .*check out commit {REMOVED_SETTINGS_COMMIT}"):
+        check_or_write_manifest(spec, eval_config)
+    assert read_manifest(spec.out_dir)["agent"][setting] == ran  # still read: reports and comparisons name it
 
 
 def test_bad_options_are_refused_with_a_sentence(tmp_path):
