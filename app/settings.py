@@ -6,17 +6,14 @@ connection test follows the page-visit tool's address policy unless the admin al
 
 from __future__ import annotations
 
-import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from app.connection_check import ConnectionProblem, ping_server
 from backend.config import Config, ConfigError, RoleConfig, with_overrides
 from backend.llm.base import LLMError
-from backend.llm.registry import UnknownBackend, backend_spec
-from backend.llm.openai_compat import normalise_base_url
+from backend.llm.registry import CheckContext, UnknownBackend, backend_spec
 from backend.runtime import Runtime, make_chat_model
 
 if TYPE_CHECKING:
@@ -29,7 +26,7 @@ ADMINS_ONLY = ("Settings are for admins: they change the models every user's run
 PING_TIMEOUT_S = 15.0
 
 ROLE_COLUMNS = ["role", "backend", "base URL", "model", "max new tokens"]
-
+FORM_SETTINGS = ("base_url", "model", "api_key")  # the form's fields besides the backend
 
 
 def settings_refusal(ctx: AppContext, request: gr.Request | None) -> str | None:
@@ -48,7 +45,9 @@ def role_rows(config: Config) -> list[list]:
 
 
 def proposed_config(config: Config, role: str, backend: str, base_url: str, model: str, api_key: str) -> Config:
-    """The config with one role changed, validated by backend.config (ConfigError names the key)."""
+    """The config with one role changed, validated by backend.config (ConfigError names the key). The
+    form's fields go to a backend that takes them and are cleared for one that does not; an empty API
+    key keeps the one set before."""
     if role not in config.roles:
         raise ConfigError(f"roles.{role}: unknown role; roles are {', '.join(config.roles)}.")
     try:
@@ -56,44 +55,38 @@ def proposed_config(config: Config, role: str, backend: str, base_url: str, mode
     except UnknownBackend as exc:
         raise ConfigError(f"roles.{role}.backend: {exc}") from None
     current = config.role(role)
-    if spec.local:
-        new_role = replace(current, backend=backend, base_url="", model="", api_key="")
-    else:
-        new_role = replace(current, backend=backend, base_url=base_url.strip(), model=model.strip(),
-                           api_key=api_key.strip() or current.api_key)
+    given = {"base_url": base_url.strip(), "model": model.strip(), "api_key": api_key.strip() or current.api_key}
+    defaults = {f.name: f.default for f in fields(RoleConfig)}
+    new_role = replace(current, backend=backend,
+                       **{key: given[key] if spec.takes(key) else defaults[key] for key in FORM_SETTINGS})
     return with_overrides(replace(config, roles={**config.roles, role: new_role}))
 
 
-def test_connection(role: RoleConfig, runtime: Runtime, role_name: str, *, allow_private: bool = False) -> str:
-    """One tiny request to the role's model: the latency, or what failed (for a served model: a status
-    and a short reason of ours, never the server's words). `allow_private`: an admin's choice."""
-    started = time.perf_counter()
+def _check(role: RoleConfig, loaded, allow_private: bool) -> str:
     spec = backend_spec(role.backend)
-    if spec.local:
-        loaded = runtime.config.role(role_name).backend == role.backend
-        if not loaded:
-            return f"The {role.backend} model is not loaded for this role yet; apply the setting to load it."
-        try:
-            runtime.agent.models[role_name].generate([{"role": "user", "content": "ping"}], max_new_tokens=1)
-        except LLMError as exc:
-            return f"Connection failed: {exc}"
-        return f"{spec.label} answered in {(time.perf_counter() - started) * 1000:.0f} ms."
+    if spec.connection_check is None:
+        return f"The {role.backend} backend has no connection check; apply the setting and ask a question to try it."
+    context = CheckContext(loaded=loaded, allow_private=allow_private, timeout_s=min(role.timeout_s, PING_TIMEOUT_S))
+    return spec.connection_check(role, context)
+
+
+def test_connection(role: RoleConfig, runtime: Runtime, role_name: str, *, allow_private: bool = False) -> str:
+    """The backend's connection check (backend.llm.registry): a local model answers one token, a served
+    one a tiny request; the latency, or what failed (for a served model: a status and a short reason
+    of ours, never the server's words). `allow_private`: an admin's choice."""
+    loaded = runtime.agent.models[role_name] if runtime.config.role(role_name).backend == role.backend else None
     try:
-        seconds = ping_server(role.base_url, role.model, role.api_key or None, allow_private=allow_private,
-                              timeout_s=min(role.timeout_s, PING_TIMEOUT_S))
-    except ConnectionProblem as exc:
+        return _check(role, loaded, allow_private)
+    except LLMError as exc:
         return f"Connection failed: {exc}"
-    return f"Connected to {role.model} at {normalise_base_url(role.base_url)}: answered in {seconds * 1000:.0f} ms."
 
 
 def apply_role(runtime: Runtime, new_config: Config, role: str, *, allow_private: bool = False) -> str:
-    """Rebuild one role's model from a validated config and swap it into the running agent. A served
-    model must answer a one-token request first (under the connection test's address policy): a
-    wrong URL or name is refused, never saved; ConnectionProblem says why."""
-    proposed = new_config.role(role)
-    if not backend_spec(proposed.backend).local:
-        ping_server(proposed.base_url, proposed.model, proposed.api_key or None, allow_private=allow_private,
-                    timeout_s=min(proposed.timeout_s, PING_TIMEOUT_S))
+    """Rebuild one role's model from a validated config and swap it into the running agent. The
+    backend's connection check runs first with nothing loaded (under the connection test's address
+    policy): a served model with a wrong URL or name is refused, never saved; an LLMError (a
+    ConnectionProblem for a served model) says why."""
+    _check(new_config.role(role), None, allow_private)
     model = make_chat_model(new_config, role, progress=False)
     runtime.agent.models[role] = model
     runtime.agent.config = new_config

@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.connection_check import ConnectionProblem
 from app.escaping import escape_markdown
 from app.session import AppContext, ReadOnlyModeError
 from app.settings import ROLE_COLUMNS, apply_role, proposed_config, role_rows, settings_refusal, test_connection
-from backend.config import BACKENDS, ConfigError
+from backend.config import ConfigError
 from backend.llm.base import LLMError
+from backend.llm.registry import backend_names
 
 
 def build_settings_tab(ctx: AppContext):
-    """Returns (on_load function, its outputs) for page load."""
+    """Returns (on_load function, its outputs) for page load. The backends offered are the registry's
+    (backend.llm.registry) as the page is built."""
     notice = gr.Markdown(elem_id="settings-notice")
     roles = gr.Dataframe(headers=ROLE_COLUMNS, interactive=False, elem_id="roles-table")
     with gr.Row():
         role = gr.Dropdown(list(ctx.runtime.config.roles), value="planner", label="Role", elem_id="settings-role")
-        backend = gr.Radio(list(BACKENDS), value=ctx.runtime.config.role("planner").backend, label="Backend",
+        backend = gr.Radio(backend_names(), value=ctx.runtime.config.role("planner").backend, label="Backend",
                            elem_id="settings-backend")
     with gr.Row():
         base_url = gr.Textbox(label="Base URL (OpenAI-compatible)", placeholder="http://127.0.0.1:8000/v1",
@@ -61,7 +62,7 @@ def build_settings_tab(ctx: AppContext):
             with ctx.settings_lock:
                 proposed = proposed_config(ctx.runtime.config, role_name, b, url or "", name or "", key or "")
                 message = apply_role(ctx.runtime, proposed, role_name, allow_private=bool(private))
-        except (ConfigError, LLMError, ConnectionProblem, ReadOnlyModeError) as exc:
+        except (ConfigError, LLMError, ReadOnlyModeError) as exc:
             return f"⚠️ Not applied: {escape_markdown(exc)}", role_rows(ctx.runtime.config)
         return f"✅ {escape_markdown(message)}", role_rows(ctx.runtime.config)
 

@@ -24,13 +24,11 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, get_type_hints
 
-from backend.llm.registry import BACKENDS as BACKEND_SPECS
-from backend.llm.registry import UnknownBackend, backend_spec
+from backend.llm.registry import BackendSpec, UnknownBackend, backend_spec, fast_sampler_names
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH = REPO_ROOT / "mia.toml"
 ROLES = ("planner", "executor", "manager", "judge")
-BACKENDS = tuple(BACKEND_SPECS)  # backend.llm.registry: llamacpp (a GGUF on llama.cpp), embedded (transformers), openai
 SMALL_SETTINGS = ("auto", "true", "false")
 # agent.tools: the tools the app offered before the list existed, in its order (backend/tools/registry.py
 # builds each; web_search and visit need search.web, image_search images to search).
@@ -43,20 +41,22 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class RoleConfig:
+    """`[roles.<role>]`: a field for each key some backend takes. Which keys a backend takes, and what
+    they mean, is its entry in backend.llm.registry (COMMON_SETTINGS and BackendSpec.settings); a role
+    that names a key its backend does not take is refused (`role_sections`)."""
+
     backend: str = "llamacpp"
-    model_file: str = ""  # llamacpp: a GGUF file; empty = Qwen2.5-Coder-1.5B-Instruct assembled from its wheels
-    threads: int = 0  # llamacpp: CPU threads; 0 = every core
-    context_tokens: int = 4096  # llamacpp: context of each slot
-    slots: int = 4  # llamacpp: contexts (KV caches) over the one model: calls that run at once, each with its prefix cache;
-    # four users' conversations each keep a cache (benchmarks/concurrent_users.py: 3 slots made them evict each other)
-    repetition_penalty: float = 1.1  # on the model's own output (1.0 = off); served: vLLM's repetition_penalty
-    small: str = "auto"  # treat the model as small (guided turns, tighter limits, overlap rule): auto = as the model declares
-    model_dir: str = ""  # embedded: a transformers folder; empty = the prepared SmolLM2
-    adapter_dir: str = ""  # embedded: a LoRA adapter folder merged into model_dir on load (a test-time-learning version)
-    adapter: str = ""  # executor only: a trained reader (a folder with manifest.json, adapter/ and adapter.gguf;
-    # training/README in docs/training.md) that the Executor's calls answer with; "" = the base weights
-    base_url: str = ""  # openai: e.g. http://127.0.0.1:8000/v1
-    model: str = ""  # openai: the served model name
+    model_file: str = ""
+    threads: int = 0
+    context_tokens: int = 4096
+    slots: int = 4  # four users' conversations each keep a cache (benchmarks/concurrent_users.py: 3 evicted)
+    repetition_penalty: float = 1.1
+    small: str = "auto"
+    model_dir: str = ""
+    adapter_dir: str = ""
+    adapter: str = ""  # the Executor's only
+    base_url: str = ""
+    model: str = ""
     api_key: str = ""
     supports_images: bool = False
     max_new_tokens: int = 192
@@ -196,7 +196,8 @@ LEARNER_WORKERS = ("process", "thread", "external")
 LEARNER_WEIGHT_DTYPES = ("bfloat16", "float32")
 LEARNERS = ("grpo", "rft", "none")
 SELECTIONS = ("memory", "majority", "reader")
-SAMPLERS = ("auto", "transformers", "llamacpp")
+# ttrl.sampler: "auto", "transformers" (the trained copy) or a backend with a fast sampler (backend.llm.registry)
+SAMPLERS = ("auto", "transformers")
 
 
 @dataclass(frozen=True)
@@ -452,12 +453,28 @@ def validate_tools(names: tuple[str, ...], key: str) -> None:
             raise ConfigError(problem)
 
 
-def validate_role(prefix: str, role: RoleConfig) -> None:
-    """`prefix`: the role's key, ``roles.<name>``."""
+def role_backend(prefix: str, role: RoleConfig) -> BackendSpec:
+    """The registry's entry for the role's backend; `prefix`: the role's key, ``roles.<name>``."""
     try:
-        spec = backend_spec(role.backend)
+        return backend_spec(role.backend)
     except UnknownBackend as exc:
         raise ConfigError(f"{prefix}.backend: {exc}") from None
+
+
+def check_role_keys(prefix: str, role: RoleConfig, named: Mapping[str, Any]) -> None:
+    """Each key a file or the environment `named` for the role is one its backend takes."""
+    spec = role_backend(prefix, role)
+    for key, value in named.items():
+        if not spec.takes(key):
+            source = f" (from {value.variable})" if isinstance(value, EnvironmentValue) else ""
+            raise ConfigError(f"{prefix}.{key}{source}: the {spec.name} backend does not take {key}; it takes "
+                              f"{', '.join(spec.setting_names())} (backend.llm.registry). Remove it, or set the "
+                              "backend it belongs to.")
+
+
+def validate_role(prefix: str, role: RoleConfig) -> None:
+    """`prefix`: the role's key, ``roles.<name>``."""
+    spec = role_backend(prefix, role)
     spec.validate(prefix, role)
     if role.small not in SMALL_SETTINGS:
         raise ConfigError(f"{prefix}.small: must be one of {', '.join(SMALL_SETTINGS)}, got {role.small!r}.")
@@ -542,7 +559,8 @@ def _validate(config: Config) -> None:
         (t.weights_dtype in LEARNER_WEIGHT_DTYPES, "ttrl.weights_dtype", f"must be one of {', '.join(LEARNER_WEIGHT_DTYPES)}"),
         (t.learner in LEARNERS, "ttrl.learner", f"must be one of {', '.join(LEARNERS)}"),
         (t.selection in SELECTIONS, "ttrl.selection", f"must be one of {', '.join(SELECTIONS)}"),
-        (t.sampler in SAMPLERS, "ttrl.sampler", f"must be one of {', '.join(SAMPLERS)}"),
+        (t.sampler in (*SAMPLERS, *fast_sampler_names()), "ttrl.sampler",
+         f"must be one of {', '.join((*SAMPLERS, *fast_sampler_names()))}"),
     ])
     validate_agent(config.agent)
     validate_memory(config.memory)
@@ -597,6 +615,7 @@ def role_sections(
     for name in names:
         values = dict(raw_roles.get(name) or {})
         roles[name] = _build_section(RoleConfig, f"roles.{name}", values, None if base is None else base[name])
+        check_role_keys(f"roles.{name}", roles[name], values)
         validate_role(f"roles.{name}", roles[name])
     return roles
 

@@ -1,16 +1,18 @@
 """Every LLM backend a role may name, and everything the rest of the code asks of one.
 
 A backend is one module with its ChatModel (e.g. backend/llm/llamacpp.py) plus one entry in
-`BACKENDS` below. Each place that used to dispatch on the name (building the model, the evaluation
-manifest's identity, the Settings form, validation, the learner's weights, a Planner version's
-adapter) asks the entry instead, so a backend that is not listed is refused with the names that are,
-never quietly built as another kind. Heavy modules (torch, llama.cpp, httpx) load inside the
-entries' functions, when a role first uses them.
+`BACKENDS` below. Each place that used to dispatch on the name (building the model, the settings a
+role may give it, the evaluation manifest's identity, the Settings page's choices and connection
+check, validation, the learner's weights and fast sampler, a Planner version's adapter) asks the
+entry instead, so a backend that is not listed is refused with the names that are, never quietly
+built as another kind. Heavy modules (torch, llama.cpp, httpx) load inside the entries' functions,
+when a role first uses them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,28 +27,66 @@ class UnknownBackend(ValueError):
     """A role names a backend that is not in the registry."""
 
 
+# The keys of [roles.<role>] that every backend takes; each entry's `settings` adds its own.
+COMMON_SETTINGS = {
+    "backend": "the entry of this registry the role runs on",
+    "max_new_tokens": "tokens the role writes per call",
+    "adapter": "Executor only: a trained reader (a folder with manifest.json, adapter/ and adapter.gguf; "
+               "docs/training.md) the Executor's calls answer with; \"\" = the base weights",
+}
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What a connection check may use. `loaded`: the role's running model when it already runs on the
+    checked backend, else None. `allow_private`: an admin allowed private and loopback addresses.
+    `timeout_s`: the longest wait for an answer."""
+
+    loaded: ChatModel | None
+    allow_private: bool
+    timeout_s: float
+
+
+# (role, context) -> the sentence Settings shows when the check passed; an LLMError whose message is
+# safe to show when it failed.
+ConnectionCheck = Callable[["RoleConfig", CheckContext], str]
+
+
 @dataclass(frozen=True)
 class BackendSpec:
-    """`local`: the model runs in this process (Settings asks no URL; the connection test calls it).
-    `build(config, role, progress)`: the role's model. `identity(role)`: which model, as an evaluation
-    manifest records it. `label`: how Settings names a local model in sentences. `model_label(role)`:
-    the Settings table's model column. `validate(prefix, role)`: raise ConfigError for fields this
-    backend needs. `trainable_weights(config, role)`: where test-time learning finds the weights to
-    train (a transformers folder, or a GGUF file dequantised on first training); raise ConfigError
-    when there are none here. `planner_version(config, role, version)`: the model answering with a
-    trained LoRA version. `publish_version(config, role, version)`: make a promoted version ready for
-    other app processes to load."""
+    """`settings`: the keys of [roles.<role>] this backend takes beyond COMMON_SETTINGS, each with
+    what it means (a role naming another key is refused with these; Settings' form sets base_url,
+    model and api_key only where they are taken). `build(config, role, progress)`: the role's model.
+    `identity(role)`: which model, as an evaluation manifest records it. `model_label(role)`: the
+    Settings table's model column. `connection_check(role, context)`: Settings' "Test connection", also
+    run before Apply builds the model (with nothing loaded), so a server that does not answer is never
+    applied; None: the backend has no check, and Settings says so. `validate(prefix, role)`: raise
+    ConfigError for fields this backend needs. `trainable_weights(config, role)`: where test-time
+    learning finds the weights to train (a transformers folder, or a GGUF file dequantised on first
+    training); raise ConfigError when there are none here. `planner_version(config, role, version)`:
+    the model answering with a trained LoRA version. `publish_version(config, role, version)`: make a
+    promoted version ready for other app processes to load. `fast_sampler(config, role, version)`: a
+    model test-time learning samples a Planner version's rollouts on, faster than the trained copy and
+    with its vocabulary (training/ttrl/fast_sampler.py; ttrl.sampler names the backend); None: the
+    trained copy samples them."""
 
     name: str
-    local: bool
+    settings: Mapping[str, str]
     build: Callable[[Config, RoleConfig, bool], ChatModel]
     identity: Callable[[RoleConfig], str]
-    label: str
     model_label: Callable[[RoleConfig], str]
+    connection_check: ConnectionCheck | None
     trainable_weights: Callable[[Config, RoleConfig], Path]
     planner_version: Callable[[Config, RoleConfig, AdapterVersion], ChatModel]
     validate: Callable[[str, RoleConfig], None] = lambda prefix, role: None
     publish_version: Callable[[Config, RoleConfig, AdapterVersion], None] = lambda config, role, version: None
+    fast_sampler: Callable[[Config, RoleConfig, AdapterVersion], ChatModel] | None = None
+
+    def takes(self, key: str) -> bool:
+        return key in COMMON_SETTINGS or key in self.settings
+
+    def setting_names(self) -> list[str]:
+        return [*COMMON_SETTINGS, *self.settings]
 
 
 def backend_spec(name: str) -> BackendSpec:
@@ -54,6 +94,29 @@ def backend_spec(name: str) -> BackendSpec:
         return BACKENDS[name]
     except KeyError:
         raise UnknownBackend(f"must be one of {', '.join(BACKENDS)}, got {name!r}.") from None
+
+
+def backend_names() -> list[str]:
+    return list(BACKENDS)
+
+
+def fast_sampler_names() -> list[str]:
+    """The backends ttrl.sampler may name: those with a fast sampler."""
+    return [name for name, spec in BACKENDS.items() if spec.fast_sampler is not None]
+
+
+def loaded_model_check(label: str) -> ConnectionCheck:
+    """The check of a model that runs in this process: one token from the role's loaded model (`label`
+    names it in the sentence), or a sentence saying it loads when the setting is applied."""
+
+    def check(role: RoleConfig, context: CheckContext) -> str:
+        if context.loaded is None:
+            return f"The {role.backend} model is not loaded for this role yet; apply the setting to load it."
+        started = time.perf_counter()
+        context.loaded.generate([{"role": "user", "content": "ping"}], max_new_tokens=1)
+        return f"{label} answered in {(time.perf_counter() - started) * 1000:.0f} ms."
+
+    return check
 
 
 def planner_weights_source(config: Config) -> Path:
@@ -123,14 +186,24 @@ def _publish_llamacpp(config: Config, role: RoleConfig, version: AdapterVersion)
 
 LLAMACPP = BackendSpec(
     name="llamacpp",
-    local=True,
+    settings={
+        "model_file": "a GGUF file; \"\" = Qwen2.5-Coder-1.5B-Instruct assembled from its wheels",
+        "threads": "CPU threads; 0 = every core",
+        "context_tokens": "the context of each slot",
+        "slots": "contexts (KV caches) over the one model: calls that run at once, each with its prefix cache "
+                 "(four users' conversations each keep one: benchmarks/concurrent_users.py)",
+        "repetition_penalty": "on the model's own output; 1.0 = off",
+        "small": "treat the model as small (guided turns, tighter limits, overlap rule): auto, true or false; "
+                 "auto = as the model declares",
+    },
     build=_build_llamacpp,
     identity=lambda role: f"llamacpp:{role.model_file or 'Qwen2.5-Coder-1.5B-Instruct.Q4_K_M'}",
-    label="The llama.cpp model",
     model_label=lambda role: role.model_file or "Qwen2.5-Coder-1.5B-Instruct (llama.cpp)",
+    connection_check=loaded_model_check("The llama.cpp model"),
     trainable_weights=lambda config, role: gguf_file(config, role, progress=False),
     planner_version=_llamacpp_version,
     publish_version=_publish_llamacpp,
+    fast_sampler=_llamacpp_version,  # ~15 tokens/s here against the trained copy's ~2.3
 )
 
 
@@ -175,11 +248,14 @@ def _embedded_identity(role: RoleConfig) -> str:
 
 EMBEDDED = BackendSpec(
     name="embedded",
-    local=True,
+    settings={
+        "model_dir": "a transformers folder; \"\" = SmolLM2-135M-Instruct prepared from its GGUF",
+        "adapter_dir": "a LoRA adapter folder merged into model_dir on load (a test-time-learning version)",
+    },
     build=_build_embedded,
     identity=_embedded_identity,
-    label="Embedded model",
     model_label=lambda role: role.model_dir or "SmolLM2-135M-Instruct (transformers)",
+    connection_check=loaded_model_check("Embedded model"),
     trainable_weights=lambda config, role: embedded_model_dir(config, role, progress=False),
     planner_version=_embedded_version,
 )
@@ -217,6 +293,16 @@ def _validate_openai(prefix: str, role: RoleConfig) -> None:
         raise ConfigError(f"{prefix}.model: name the served model (as `vllm serve` was given it).")
 
 
+def _ping_openai(role: RoleConfig, context: CheckContext) -> str:
+    """A one-token chat request to the served model, under the page-visit tool's address policy."""
+    from backend.llm.connection_check import ping_server
+    from backend.llm.openai_compat import normalise_base_url
+
+    seconds = ping_server(role.base_url, role.model, role.api_key or None, allow_private=context.allow_private,
+                          timeout_s=context.timeout_s)
+    return f"Connected to {role.model} at {normalise_base_url(role.base_url)}: answered in {seconds * 1000:.0f} ms."
+
+
 def _served_weights(config: Config, role: RoleConfig) -> Path:
     from backend.config import ConfigError
 
@@ -240,11 +326,21 @@ def _publish_served(config: Config, role: RoleConfig, version: AdapterVersion) -
 
 OPENAI = BackendSpec(
     name="openai",
-    local=False,
+    settings={
+        "base_url": "the server's OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1",
+        "model": "the served model's name (as `vllm serve` was given it)",
+        "api_key": "sent as a bearer token; \"\" = none",
+        "supports_images": "the served model reads images",
+        "timeout_s": "the longest wait for one answer, in seconds",
+        "context_tokens": "the served model's context",
+        "repetition_penalty": "vLLM's repetition_penalty; 1.0 = off",
+        "small": "treat the model as small (guided turns, tighter limits, overlap rule): auto, true or false; "
+                 "auto = as the model declares",
+    },
     build=_build_openai,
     identity=lambda role: f"openai:{role.model}@{role.base_url}",
-    label="The served model",
     model_label=lambda role: role.model,
+    connection_check=_ping_openai,
     validate=_validate_openai,
     trainable_weights=_served_weights,
     planner_version=_served_version,

@@ -10,7 +10,6 @@ from types import SimpleNamespace
 import pytest
 
 from app.auth import User, UserDirectory
-from app.connection_check import ConnectionProblem
 from app.session import AppContext
 from app.settings import (
     ADMINS_ONLY,
@@ -22,7 +21,12 @@ from app.settings import (
 )
 from backend.agent import RunRequest
 from backend.config import ConfigError
+from backend.llm import registry
+from backend.llm.connection_check import ConnectionProblem
+from backend.llm.registry import BackendSpec
 from backend.llm.serve import start_server_in_thread
+
+from tests.backend.scripted_model import ScriptedChatModel
 
 
 def closed_port_url() -> str:
@@ -136,3 +140,86 @@ def test_a_connection_test_follows_the_visit_policy_and_never_shows_the_servers_
     moved = connect(leaky_server + "/redirect/v1", allow_private=True)
     assert "answered HTTP 302 (Found); redirects are not followed" in moved
     assert not any("SECRET" in message or "hunter2" in message for message in (rejected, moved))
+
+
+class _HealthServer(BaseHTTPRequestHandler):
+    """A server that is not OpenAI-compatible: it answers GET /health, nothing else, and keeps each
+    request's method and path."""
+
+    asked: list[str] = []
+
+    def do_GET(self):  # noqa: N802
+        self._answer(200 if self.path == "/health" else 404)
+
+    def do_POST(self):  # noqa: N802
+        self._answer(404)
+
+    def _answer(self, status: int) -> None:
+        self.asked.append(f"{self.command} {self.path}")
+        self.send_response(status)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+def _check_health(role, context) -> str:
+    import httpx
+
+    from backend.llm.base import LLMError
+
+    response = httpx.get(role.base_url + "/health", timeout=context.timeout_s)
+    if response.status_code != 200:
+        raise LLMError(f"{role.base_url}/health answered HTTP {response.status_code}.")
+    return f"{role.base_url} is healthy."
+
+
+@pytest.fixture
+def health_backend(monkeypatch):
+    """A served backend of its own protocol in the registry, with a real server: (its URL, the requests)."""
+    _HealthServer.asked = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HealthServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    spec = BackendSpec(
+        name="health", settings={"base_url": "where the server listens"},
+        build=lambda config, role, progress: ScriptedChatModel("health", outputs=["pong"]),
+        identity=lambda role: f"health@{role.base_url}", model_label=lambda role: "health",
+        connection_check=_check_health, trainable_weights=lambda config, role: None,
+        planner_version=lambda config, role, version: None,
+    )
+    monkeypatch.setitem(registry.BACKENDS, "health", spec)
+    yield f"http://127.0.0.1:{server.server_port}", _HealthServer.asked
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_backend_that_is_not_openai_compatible_is_checked_its_own_way(runtime, health_backend, monkeypatch):
+    from dataclasses import replace
+
+    url, asked = health_backend
+    proposed = proposed_config(runtime.config, "executor", "health", url, "a-model", "a-key")
+    role = proposed.role("executor")
+    assert (role.base_url, role.model, role.api_key) == (url, "", "")  # the form's fields it does not take: cleared
+    assert check_connection(role, runtime, "executor") == f"{url} is healthy."
+    assert apply_role(runtime, proposed, "executor") == "The executor now uses scripted:health."
+    assert asked == ["GET /health", "GET /health"]  # the test, then the check before applying: no chat request
+
+    monkeypatch.setitem(registry.BACKENDS, "silent", replace(registry.BACKENDS["health"], name="silent",
+                                                             connection_check=None))
+    silent = proposed_config(runtime.config, "judge", "silent", url, "", "").role("judge")
+    assert check_connection(silent, runtime, "judge") == ("The silent backend has no connection check; apply the "
+                                                          "setting and ask a question to try it.")
+    assert asked == ["GET /health", "GET /health"]
+
+
+def test_the_backend_choices_are_the_registrys_when_the_page_is_built(runtime, health_backend):
+    import gradio as gr
+
+    from app.settings_tab import build_settings_tab
+
+    with gr.Blocks() as page:
+        build_settings_tab(AppContext(runtime))
+    radio = next(block for block in page.blocks.values() if getattr(block, "elem_id", None) == "settings-backend")
+    assert [value for _, value in radio.choices] == list(registry.BACKENDS) == ["llamacpp", "embedded", "openai", "health"]

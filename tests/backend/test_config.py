@@ -76,6 +76,50 @@ def test_invalid_config_names_the_key(tmp_path, text, key):
     assert key in str(info.value)
 
 
+@pytest.mark.parametrize("text, environ, key, backend", [
+    ('[roles.judge]\nbackend = "embedded"\nslots = 2\n', {}, "roles.judge.slots", "embedded"),
+    ('[roles.executor]\nbackend = "openai"\nbase_url = "http://x/v1"\nmodel = "m"\nmodel_file = "q.gguf"\n', {},
+     "roles.executor.model_file", "openai"),
+    ("", {"MIA_PLANNER_BASE_URL": "http://x/v1"}, "roles.planner.base_url (from MIA_PLANNER_BASE_URL)", "llamacpp"),
+])
+def test_a_key_the_roles_backend_does_not_take_is_refused_with_the_keys_it_takes(tmp_path, text, environ, key, backend):
+    from backend.llm.registry import backend_spec
+
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text), environ=environ)
+    takes = ", ".join(backend_spec(backend).setting_names())
+    assert str(info.value).startswith(f"{key}: the {backend} backend does not take {key.split('.')[2].split()[0]}; "
+                                      f"it takes {takes} (backend.llm.registry)")
+
+
+def test_each_backend_takes_its_own_keys_and_every_role_key_belongs_to_one(tmp_path):
+    from dataclasses import fields
+
+    from backend.config import RoleConfig
+    from backend.llm.registry import BACKENDS, COMMON_SETTINGS
+
+    role_keys = {f.name for f in fields(RoleConfig)}
+    declared = {key for spec in BACKENDS.values() for key in spec.settings} | set(COMMON_SETTINGS)
+    assert declared == role_keys  # no key in the registry without a field, no field no backend takes
+    assert all(meaning for spec in BACKENDS.values() for meaning in spec.settings.values())
+    # Each backend's own keys load (the union of them all did before; a file naming them still does).
+    for spec in BACKENDS.values():
+        given = {"base_url": '"http://127.0.0.1:8000/v1"', "model": '"m"'} if spec.name == "openai" else {}
+        lines = "".join(f"{key} = {given.get(key, _default_toml(key))}\n" for key in spec.settings)
+        (tmp_path / spec.name).mkdir()
+        path = write(tmp_path / spec.name, f'[roles.judge]\nbackend = "{spec.name}"\nmax_new_tokens = 64\n{lines}')
+        assert load_config(path, environ={}).role("judge").max_new_tokens == 64
+
+
+def _default_toml(key: str) -> str:
+    from dataclasses import fields
+
+    from backend.config import RoleConfig
+
+    value = next(f.default for f in fields(RoleConfig) if f.name == key)
+    return str(value).lower() if isinstance(value, bool) else f'"{value}"' if isinstance(value, str) else str(value)
+
+
 def test_bad_environment_value_names_the_key(tmp_path):
     with pytest.raises(ConfigError, match="agent.reflections"):
         load_config(write(tmp_path, ""), environ={"MIA_AGENT_REFLECTIONS": "lots"})
@@ -165,8 +209,26 @@ def setting_value(config, key: str):
 # Settings that take one of a few words: another valid one (a bad value is any other word).
 CHOICES = {"backend": "embedded", "small": "true", "guided_actions": "on", "sparse_memory_planner": "planner",
            "worker": "thread", "weights_dtype": "float32", "trusted_proxies": "127.0.0.9", "plan_shape": "steps",
-           "learner": "rft", "selection": "majority", "sampler": "llamacpp"}
+           "learner": "rft", "selection": "majority", "sampler": "llamacpp",
+           "base_url": "http://127.0.0.1:8000/v1"}
 FILE_VALUES = load_config(environ={})  # the repository's mia.toml
+# What a backend needs besides the key a test sets (backend.llm.registry's validate).
+NEEDED = {"openai": {"base_url": "http://127.0.0.1:8000/v1", "model": "served"}}
+
+
+def with_its_backend(key: str, environ: dict[str, str]) -> dict[str, str]:
+    """`environ`, and for a role's key that mia.toml's backend does not take, the role on the first
+    backend that takes it (with what that backend needs)."""
+    from backend.llm.registry import BACKENDS, backend_spec
+
+    if not key.startswith("roles."):
+        return environ
+    role, name = key.split(".")[1:]
+    if backend_spec(FILE_VALUES.role(role).backend).takes(name):
+        return environ
+    spec = next(spec for spec in BACKENDS.values() if name in spec.settings)
+    needed = {env_name(f"roles.{role}.{k}"): v for k, v in NEEDED.get(spec.name, {}).items() if k != name}
+    return {env_name(f"roles.{role}.backend"): spec.name, **needed, **environ}
 
 
 def another_value(key: str, folder: Path):
@@ -210,14 +272,14 @@ def test_every_setting_of_mia_toml_is_a_known_setting():
 def test_each_settings_environment_variable_overrides_the_file(key, tmp_path):
     text, expected = another_value(key, tmp_path)
     assert setting_value(FILE_VALUES, key) != expected
-    assert setting_value(load_config(environ={env_name(key): text}), key) == expected
+    assert setting_value(load_config(environ=with_its_backend(key, {env_name(key): text})), key) == expected
 
 
 @pytest.mark.parametrize("key", [key for key in SETTING_KEYS if bad_value(key) is not None])
 def test_a_bad_value_from_the_environment_is_an_error_naming_the_key(key):
     with pytest.raises(ConfigError) as info:
-        load_config(environ={env_name(key): bad_value(key)})
-    assert str(info.value).startswith(key)
+        load_config(environ=with_its_backend(key, {env_name(key): bad_value(key)}))
+    assert str(info.value).startswith(key) and "does not take" not in str(info.value)
 
 
 def test_the_data_folder_has_a_short_variable_and_the_two_must_agree(tmp_path):

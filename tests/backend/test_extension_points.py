@@ -30,9 +30,9 @@ def echo_backend(monkeypatch):
         return ScriptedChatModel(f"echo:{role.model}", outputs=["pong"])
 
     spec = BackendSpec(
-        name="echo", local=False, build=build, identity=lambda role: f"echo:{role.model}", label="The echo server",
-        model_label=lambda role: role.model, trainable_weights=lambda config, role: None,
-        planner_version=lambda config, role, version: None,
+        name="echo", settings={"model": "the name it echoes under"}, build=build,
+        identity=lambda role: f"echo:{role.model}", model_label=lambda role: role.model, connection_check=None,
+        trainable_weights=lambda config, role: None, planner_version=lambda config, role, version: None,
     )
     monkeypatch.setitem(registry.BACKENDS, "echo", spec)
     return built
@@ -44,6 +44,9 @@ def test_a_backend_added_to_the_registry_is_validated_built_recorded_and_listed(
     assert model.generate([{"role": "user", "content": "ping"}]).text == "pong" and echo_backend == ["parrot"]
     assert role_identity(config)["planner"] == "echo:parrot"
     assert ["planner", "echo", "-", "parrot"] == role_rows(config)[0][:4]
+    with pytest.raises(ConfigError, match=r"roles.planner.base_url \(from MIA_PLANNER_BASE_URL\): the echo backend "
+                                          r"does not take base_url; it takes backend, max_new_tokens, adapter, model "):
+        load_config(environ={"MIA_PLANNER_BACKEND": "echo", "MIA_PLANNER_BASE_URL": "http://127.0.0.1:1/v1"})
 
 
 def test_a_backend_nobody_registered_is_refused_by_name():

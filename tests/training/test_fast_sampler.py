@@ -139,3 +139,39 @@ def test_a_llamacpp_sampler_without_a_llamacpp_planner_says_what_to_set():
     config = load_config(environ={"MIA_TTRL_SAMPLER": "llamacpp", "MIA_PLANNER_BACKEND": "embedded"})
     with pytest.raises(ConfigError, match='set ttrl.sampler = "transformers"'):
         fast_sampler_for(config)
+
+
+def test_the_fast_sampler_is_the_planner_backends_entry_in_the_registry(monkeypatch, tmp_path):
+    """A backend whose entry names a fast sampler gets it under "auto" and by its name; the learner asks
+    it for each version with an adapter (the base version is the role's own model)."""
+    from dataclasses import replace
+
+    from backend.config import ConfigError, load_config
+    from backend.llm import registry
+    from training.ttrl.live import fast_sampler_for
+    from training.ttrl.versions import Version
+
+    from tests.backend.scripted_model import ScriptedChatModel
+
+    asked = []
+
+    def sample_on(config, role, version):
+        asked.append((role.backend, version.name))
+        return ScriptedChatModel(f"quick+{version.name}")
+
+    quick = replace(registry.EMBEDDED, name="quick", fast_sampler=sample_on)
+    monkeypatch.setitem(registry.BACKENDS, "quick", quick)
+    for sampler in ("auto", "quick"):
+        config = load_config(environ={"MIA_TTRL_SAMPLER": sampler, "MIA_PLANNER_BACKEND": "quick"})
+        model = fast_sampler_for(config)(Version(3, adapter_dir=str(tmp_path / "v0003")))
+        assert model.name == "scripted:quick+v0003"
+    assert asked == [("quick", "v0003"), ("quick", "v0003")]
+    assert fast_sampler_for(load_config(environ={"MIA_TTRL_SAMPLER": "transformers",
+                                                 "MIA_PLANNER_BACKEND": "quick"})) is None
+    # A backend without one: "auto" is the trained copy, its name is no sampler at all.
+    assert fast_sampler_for(load_config(environ={"MIA_PLANNER_BACKEND": "embedded"})) is None
+    with pytest.raises(ConfigError, match=r"ttrl.sampler: must be one of auto, transformers, llamacpp, quick\."):
+        load_config(environ={"MIA_TTRL_SAMPLER": "embedded"})
+    with pytest.raises(ConfigError, match=r'"quick" samples on the Planner.s quick model, but roles.planner runs on '
+                                          r"'llamacpp'"):
+        fast_sampler_for(load_config(environ={"MIA_TTRL_SAMPLER": "quick"}))

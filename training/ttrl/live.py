@@ -87,15 +87,25 @@ def prepare_for_apps(config: Config, version: Version) -> None:
 
 
 def fast_sampler_for(config: Config):
-    """ttrl.sampler = "llamacpp", or "auto" with a llama.cpp Planner: the llama.cpp model answering with
-    a Planner version (its adapter converted to GGUF once); None for the trained copy's own sampling."""
-    on_llamacpp = config.role("planner").backend == "llamacpp"
-    if config.ttrl.sampler == "transformers" or (config.ttrl.sampler == "auto" and not on_llamacpp):
+    """The Planner's backend's fast sampler (backend.llm.registry) when ttrl.sampler names that backend,
+    or is "auto" and the backend has one: the model answering with a Planner version (llama.cpp: its
+    adapter converted to GGUF once); None for the trained copy's own sampling."""
+    role = config.role("planner")
+    spec = backend_spec(role.backend)
+    sampler = config.ttrl.sampler
+    if sampler == "transformers" or (sampler == "auto" and spec.fast_sampler is None):
         return None
-    if not on_llamacpp:
-        raise ConfigError(f"ttrl.sampler: \"llamacpp\" samples on the Planner's llama.cpp model, but roles.planner "
-                          f"runs on {config.role('planner').backend!r}; set ttrl.sampler = \"transformers\".")
-    return lambda version: planner_model_for(config, version)
+    if sampler != "auto" and sampler != role.backend:
+        raise ConfigError(f"ttrl.sampler: \"{sampler}\" samples on the Planner's {sampler} model, but roles.planner "
+                          f"runs on {role.backend!r}; set ttrl.sampler = \"transformers\".")
+    sample_on = spec.fast_sampler
+
+    def sampler_model(version: Version) -> ChatModel:
+        if version.adapter_path is None:  # the base Planner, as the one factory builds it
+            return make_chat_model(config, "planner", progress=False)
+        return sample_on(config, role, version)
+
+    return sampler_model
 
 
 def build_learner(runtime: Runtime, *, serving: bool = True, gate=None, owner: str | None = None) -> TestTimeLearner:

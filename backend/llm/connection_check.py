@@ -1,5 +1,5 @@
-"""Testing an OpenAI-compatible server from Settings, without turning Settings into a way to reach
-or scan the app's own network.
+"""Testing an OpenAI-compatible server from Settings (the openai entry of backend.llm.registry),
+without turning Settings into a way to reach or scan the app's own network.
 
 The server's address passes the page-visit tool's policy (public addresses only, unless an admin
 allows private hosts), the request goes to the checked address itself, redirects are not followed,
