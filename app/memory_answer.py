@@ -13,6 +13,7 @@ from backend.labels import memory_words
 from backend.llm.base import LLMError
 from backend.tools.base import offered_tools, query_tool
 from memory_db import MemoryNotFoundError, MemoryStoreError, UnreadableMemoryError
+from memory_db.provenance import read_provenance
 
 
 def set_right_answer(ctx: AppContext, request, namespace: str, memory_id: str, typed: str | None) -> str:
@@ -25,8 +26,8 @@ def set_right_answer(ctx: AppContext, request, namespace: str, memory_id: str, t
     try:
         ctx.require_writable()
         memory = ctx.runtime.store.get(memory_id, namespace=namespace)
-        run_id = (memory.provenance or {}).get("run_id")
-        if not isinstance(run_id, str) or not run_id:
+        run_id = read_provenance(memory.provenance).run_id
+        if not run_id:
             return ("⚠️ This memory was not stored by a run of this app (it was imported or learned), so there is no "
                     "answer to grade: ask its question on the Research page and type the right answer there.")
         outcome = submit_feedback(

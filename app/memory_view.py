@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from app.escaping import escape_markdown
 from app.wording import one_line, uses_text
 from backend.labels import memory_words
-from backend.provenance import LEARNING, Provenance, read_provenance
+from memory_db.provenance import LEARNING, Provenance, read_provenance
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
 from memory_db import HistoryEntry, Memory, MemoryStore, StruckSource
@@ -86,11 +86,11 @@ def verdict_text(m: Memory) -> str:
 
 def answer_text(m: Memory) -> str:
     """The memory's answer: a person's, marked as theirs, else the one its run gave."""
-    taught = taught_of(m.provenance or {})
+    provenance = read_provenance(m.provenance)
+    taught = taught_of(provenance)
     if taught is not None:
         return f"{taught['answer']} (yours)"
-    answer = (m.provenance or {}).get("answer")
-    return one_line(answer, 200) if isinstance(answer, str) else ""
+    return one_line(provenance.answer, 200)
 
 
 def table_rows(found: list[Memory]) -> list[list]:
@@ -110,7 +110,7 @@ def label_text(m: Memory) -> str:
 
 
 def detail_markdown(m: Memory) -> str:
-    p = m.provenance or {}
+    p = read_provenance(m.provenance)
     lines = [
         f"### Memory `{escape_markdown(m.id)}`",
         f"**Question:** {escape_markdown(m.question)}",
@@ -132,16 +132,19 @@ def detail_markdown(m: Memory) -> str:
                          f"(search: {escape_markdown(evidence.get('query', ''))})")
     if m.caption:
         lines.append(f"**Image caption:** {escape_markdown(m.caption)}")
-    source = VERDICT_SOURCES.get(p.get("verdict_source"), "not recorded (unverified)")
+    source = VERDICT_SOURCES.get(p.verdict_source, "not recorded (unverified)")
     lines.append(f"**Verdict from:** {escape_markdown(source)}"
-                 + (f" · ground truth: {escape_markdown(p['ground_truth'])}" if p.get("ground_truth") else ""))
-    if p.get("answer") is not None:
-        lines.append(f"**Answer given:** {escape_markdown(p.get('answer'))}")
-    lines += origin_lines(read_provenance(p))
-    if p.get("run_id"):
-        lines.append(f"**From run:** `{escape_markdown(p['run_id'])}` "
-                     f"(judge: {escape_markdown(p.get('judge_verdict', '-'))} "
-                     f"by {escape_markdown(p.get('judge_method', '-'))})")
+                 + (f" · ground truth: {escape_markdown(p.ground_truth)}" if p.ground_truth else ""))
+    if p.answer:
+        lines.append(f"**Answer given:** {escape_markdown(p.answer)}")
+    lines += origin_lines(p)
+    if p.run_id:
+        lines.append(f"**From run:** `{escape_markdown(p.run_id)}` "
+                     f"(judge: {escape_markdown(p.judge_verdict or '-')} "
+                     f"by {escape_markdown(p.judge_method or '-')})")
+    if p.left_out:
+        lines.append("**Left out of its provenance (stored values of the wrong type):** " + "; ".join(
+            f"{escape_markdown(key)}: {escape_markdown(why)}" for key, why in p.left_out.items()))
     return "\n\n".join(lines)
 
 
@@ -240,9 +243,9 @@ def runs_using(store: MemoryStore, runlog: RunLog, namespace: str, memory_id: st
     retrieved it. Rows: run id, question, how it is known."""
     rows: dict[str, list] = {}
     for m in store.list(namespace=namespace, limit=SCAN_LIMIT):
-        p = m.provenance or {}
-        if memory_id in (p.get("memories_used") or []) and p.get("run_id"):
-            rows[p["run_id"]] = [p["run_id"], m.question, f"provenance of memory {m.id[:8]}"]
+        p = read_provenance(m.provenance)
+        if memory_id in p.memories_used and p.run_id:
+            rows[p.run_id] = [p.run_id, m.question, f"provenance of memory {m.id[:8]}"]
     for summary in runlog.list_runs(namespace, limit=max_runs):
         if summary.run_id in rows:
             continue

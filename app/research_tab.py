@@ -38,6 +38,7 @@ from backend.tools.base import offered_tools, query_tool
 from app.memory_view import SCAN_LIMIT
 from backend.labels import is_runs_own, run_words
 from memory_db import MemoryNotFoundError, MemoryStoreError, UnreadableMemoryError
+from memory_db.provenance import read_provenance
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,8 @@ INTERRUPTED = "interrupted: the app stopped before the run finished"
 
 def own_memories(ctx: AppContext, namespace: str) -> dict:
     """The memories of `namespace` by the run that stored them (a run's own memory, whose label is the run's)."""
-    return {m.provenance["run_id"]: m for m in ctx.runtime.store.list(namespace=namespace, limit=SCAN_LIMIT)
-            if isinstance((m.provenance or {}).get("run_id"), str)}
+    memories = ctx.runtime.store.list(namespace=namespace, limit=SCAN_LIMIT)
+    return {run_id: m for m in memories if (run_id := read_provenance(m.provenance).run_id)}
 
 
 def own_memory(ctx: AppContext, namespace: str, transcript: RunTranscript):

@@ -41,7 +41,6 @@ from backend.manager import Manager, memory_to_dict
 from backend.methods import Method
 from backend.metering import MeteredModel, RunMeter, StopRequested
 from backend.planner import Planner
-from backend.provenance import RESEARCH, Provenance
 from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
@@ -58,6 +57,7 @@ from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
 from backend.tools.text_ranking import tokenize
 from memory_db.lifecycle import is_verified
+from memory_db.provenance import RESEARCH, Provenance, read_provenance
 
 ROLES = ("planner", "executor", "manager", "judge")
 DOCUMENT_SOURCE = "doc:"  # the source of a passage of the person's own documents (backend.documents)
@@ -736,13 +736,13 @@ class EpisodeLoop:
                 trajectory=f"{session.trace_text(max_chars=3000)}\nAnswer: {answer}",
                 decomposition=[hop.to_dict() for hop in outcome.hops] or None,
                 plan_source=episode.plan_source or "",
-                extra={**(taught_fields(answer=outcome.taught.answer, user=outcome.taught.by, at=outcome.taught.at,
-                                        how=outcome.taught.how, evidence=outcome.taught.evidence) if outcome.taught else {}),
-                       **self._follow_up_fields(episode)},
+                **(taught_fields(answer=outcome.taught.answer, user=outcome.taught.by, at=outcome.taught.at,
+                                 how=outcome.taught.how, evidence=outcome.taught.evidence) if outcome.taught else {}),
+                **self._follow_up_fields(episode),
             ),
         )
         memory = consolidation.memory
-        stored_by = (memory.provenance or {}).get("run_id")
+        stored_by = read_provenance(memory.provenance).run_id
         return MemoryStored(self.run_id, memory_id=memory.id, summary=memory.summary, correct=memory.correct,
                             question_type=memory.question_type, summary_source=consolidation.summary_source,
                             verified=is_verified(memory), label=memory_words(memory),

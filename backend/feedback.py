@@ -23,6 +23,7 @@ from backend.runlog import RunLog
 from backend.taught import THUMBS_UP, TYPED, evidence_in_run, find_evidence, taught_fields
 from backend.tools.base import Tool
 from memory_db import Memory, MemoryNotFoundError, MemoryStore, UnreadableMemoryError
+from memory_db.provenance import provenance_update
 
 __all__ = ["FeedbackError", "FeedbackItem", "FeedbackOutcome", "FeedbackQueue", "import_queue_file", "open_feedback_queue",
            "submit_feedback"]
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 THUMBS = ("up", "down")
 MAX_FEEDBACK_CHARS = 4000
 # What a person's verdict makes of a memory's provenance (the agent marks a Judge-only verdict unverified).
-VERIFIED_BY_FEEDBACK = {"verified": True, "verdict_source": "feedback"}
+VERIFIED_BY_FEEDBACK = provenance_update(verified=True, verdict_source="feedback")
 
 
 class FeedbackError(ValueError):
@@ -103,8 +104,8 @@ def verdict_of(item: FeedbackItem, evidence: dict | None = None) -> dict | None:
     used get one more outcome with it."""
     if not _changes_memory(item):
         return None
-    provenance = {**VERIFIED_BY_FEEDBACK, "feedback_label": item.label_after,
-                  "feedback_how": person_how(item.label_after, right_answer=item.right_answer)}
+    provenance = {**VERIFIED_BY_FEEDBACK, **provenance_update(
+        feedback_label=item.label_after, feedback_how=person_how(item.label_after, right_answer=item.right_answer))}
     taught = taught_answer(item)
     if taught is not None:
         provenance.update(taught_fields(answer=taught[0], user=item.user, at=item.at, how=taught[1], evidence=evidence))

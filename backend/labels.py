@@ -12,6 +12,7 @@ in the memory's provenance) so the memory's words are the feedback's.
 from __future__ import annotations
 
 from backend.judge import STATED_BY_IMAGE
+from memory_db.provenance import read_provenance
 
 CORRECT, INCORRECT = "correct", "incorrect"
 LABELS = ("correct", "incorrect", "unsure", "not_attempted")
@@ -60,33 +61,31 @@ def feedback_words(item) -> str:
 def memory_words(memory) -> str:
     """A memory's label in words, from its provenance: the person's feedback on it, their relabel in the
     Memory view, or the verdict of the run that stored it."""
-    p = memory.provenance or {}
-    source = p.get("verdict_source")
+    p = read_provenance(memory.provenance)
+    source = p.verdict_source
     label = CORRECT if memory.correct else INCORRECT
 
-    def recorded(key: str) -> str:  # "unsure" or "not_attempted" where the memory only says not correct
-        value = p.get(key)
+    def recorded(value: str) -> str:  # "unsure" or "not_attempted" where the memory only says not correct
         return value if value in LABELS and (value == CORRECT) == memory.correct else label
 
     if source == "feedback":
-        if p.get("feedback_how") in (CONFIRMED, CORRECTED, MARKED_WRONG):
-            return label_words(recorded("feedback_label"), p["feedback_how"])
-        method = str(p.get("judge_method") or "")
-        if method.startswith(RECALLED_METHODS):  # a run answered from a person's earlier answer
-            return label_words(recorded("judge_verdict"), verdict_how("feedback", method))
-        typed = p.get("taught_answer") if p.get("taught_how") == "typed" else None  # feedback given before it said how
+        if p.feedback_how in (CONFIRMED, CORRECTED, MARKED_WRONG):
+            return label_words(recorded(p.feedback_label), p.feedback_how)
+        if p.judge_method.startswith(RECALLED_METHODS):  # a run answered from a person's earlier answer
+            return label_words(recorded(p.judge_verdict), verdict_how("feedback", p.judge_method))
+        typed = p.taught_answer if p.taught_how == "typed" else None  # feedback given before it said how
         return label_words(label, person_how(label, right_answer=typed))
     if source == "person":
         return label_words(label, RELABELLED)
     if source == "ground_truth":
-        return label_words(recorded("judge_verdict"), BY_GROUND_TRUTH)
-    judged = p.get("judge_verdict") if p.get("judge_verdict") in LABELS else label  # the Judge alone: its own label
-    return label_words(judged, verdict_how("judge", str(p.get("judge_method") or "")))
+        return label_words(recorded(p.judge_verdict), BY_GROUND_TRUTH)
+    judged = p.judge_verdict if p.judge_verdict in LABELS else label  # the Judge alone: its own label
+    return label_words(judged, verdict_how("judge", p.judge_method))
 
 
 def is_runs_own(memory, run_id: str) -> bool:
     """Whether `memory` was stored by the run `run_id` (not an earlier run's memory it was counted on)."""
-    return bool(run_id) and (memory.provenance or {}).get("run_id") == run_id
+    return bool(run_id) and read_provenance(memory.provenance).run_id == run_id
 
 
 def run_words(verdict, feedback=None, memory=None) -> str | None:

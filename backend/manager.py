@@ -18,11 +18,11 @@ from backend.config import MemoryConfig
 from backend.evidence import closed_options, stating_sentence
 from backend.llm.base import ChatModel
 from backend.prompts.manager import classify_messages
-from backend.provenance import Provenance
 from backend.strategy import strategy_outline
 from backend.taught import taught_of
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
 from memory_db.lifecycle import is_verified, uses_since_stored
+from memory_db.provenance import Provenance, read_provenance
 
 QUESTION_TYPES = (
     "location", "human", "time", "career", "process",
@@ -146,10 +146,10 @@ def memory_to_dict(scored, min_similarity: float | None = None) -> dict:
     `min_similarity` came from its question type (Manager.retrieve's `fill_by_type`) and carries its
     `strategy`: the workflow without its entities (backend.strategy)."""
     m = scored.memory
-    provenance = m.provenance or {}
+    provenance = read_provenance(m.provenance)
     strategy = None
-    if min_similarity is not None and scored.similarity < min_similarity and provenance.get("workflow"):
-        strategy = strategy_outline(m.question, provenance["workflow"], str(provenance.get("answer") or ""), m.correct)
+    if min_similarity is not None and scored.similarity < min_similarity and provenance.workflow:
+        strategy = strategy_outline(m.question, provenance.workflow, provenance.answer, m.correct)
     return {
         "id": m.id,
         "question": m.question,
@@ -163,12 +163,12 @@ def memory_to_dict(scored, min_similarity: float | None = None) -> dict:
         "uses": uses_since_stored(m)[1],
         "similarity": round(float(scored.similarity), 4),
         "score": round(float(scored.score), 4),
-        "trajectory": provenance.get("trajectory"),
+        "trajectory": provenance.trajectory or None,
         "question_type": m.question_type,
         "strategy": strategy,
         "taught": taught_of(provenance),
-        "decomposition": provenance.get("decomposition"),  # a plan of sub-questions, as researched (backend.hops)
-        "plan_source": provenance.get("plan_source"),  # "person": a plan the person reviewed (backend.plan_review)
+        "decomposition": provenance.decomposition,  # a plan of sub-questions, as researched (backend.hops)
+        "plan_source": provenance.plan_source or None,  # "person": a plan the person reviewed (backend.plan_review)
     }
 
 
@@ -251,9 +251,10 @@ class Manager:
                 namespace=namespace,
                 caption=caption,
                 question_type=self.classify(question),
-                provenance={**provenance.to_dict(), "summary_source": source,
-                            "workflow": workflow_record(steps=steps, passages=passages, question=question,
-                                                        support=support, ground_truth=provenance.ground_truth)},
+                provenance=replace(provenance, summary_source=source,
+                                   workflow=workflow_record(steps=steps, passages=passages, question=question,
+                                                            support=support, ground_truth=provenance.ground_truth)
+                                   ).to_dict(),
             ),
             keep_contrast=keep_contrast,
         )

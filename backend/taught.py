@@ -29,6 +29,7 @@ from backend.evidence import named_phrases
 from backend.tools.base import Tool
 from backend.tools.text_ranking import tokenize
 from memory_db.named_things import name_the_same_things, names_missing, numbers
+from memory_db.provenance import Provenance, provenance_update, read_provenance
 
 TYPED, THUMBS_UP = "typed", "thumbs up"
 MAX_CANDIDATES = 5  # the most similar memories checked for a taught answer
@@ -76,27 +77,26 @@ def day_of(at: float) -> str:
 
 def taught_fields(*, answer: str, user: str, at: float, how: str, evidence: dict | None) -> dict:
     """What a memory's provenance keeps of a person's answer (MemoryStore.record_verdict merges it)."""
-    return {"taught_answer": answer, "taught_by": user, "taught_at": at, "taught_how": how,
-            "taught_evidence": evidence}
+    return provenance_update(taught_answer=answer, taught_by=user, taught_at=at, taught_how=how, taught_evidence=evidence)
 
 
 MAX_TAUGHT_CHARS = 400  # a taught answer is a short span, as a right answer typed in the app is
 
 
-def taught_of(provenance: dict) -> dict | None:
-    """The taught fields of a memory's provenance, read as data that may have come from an imported
-    file: None when no person taught it an answer; fields of the wrong type are left out."""
-    answer = provenance.get("taught_answer")
-    if not isinstance(answer, str) or not answer.strip():
+def taught_of(provenance: Provenance) -> dict | None:
+    """The taught fields of a memory's provenance (which may have come from an imported file): None
+    when no person taught it an answer; an unknown way of teaching reads as typed, evidence without
+    its three texts as none."""
+    answer = provenance.taught_answer.strip()
+    if not answer:
         return None
-    at = provenance.get("taught_at")
-    evidence = provenance.get("taught_evidence")
+    evidence = provenance.taught_evidence
     keys = ("query", "title", "sentence")
     return {
-        "answer": answer.strip()[:MAX_TAUGHT_CHARS],
-        "by": provenance["taught_by"] if isinstance(provenance.get("taught_by"), str) else "",
-        "at": float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else None,
-        "how": provenance["taught_how"] if provenance.get("taught_how") in (TYPED, THUMBS_UP) else TYPED,
+        "answer": answer[:MAX_TAUGHT_CHARS],
+        "by": provenance.taught_by,
+        "at": provenance.taught_at,
+        "how": provenance.taught_how if provenance.taught_how in (TYPED, THUMBS_UP) else TYPED,
         "evidence": ({k: evidence[k] for k in keys} if isinstance(evidence, dict)
                      and all(isinstance(evidence.get(k), str) for k in keys) else None),
     }
@@ -155,7 +155,7 @@ def recall(store, question: str, namespace: str, *, min_similarity: float, capti
     near = None
     for scored in sorted(found.successful + found.failed, key=lambda s: -s.similarity):
         memory = scored.memory
-        taught = taught_of(memory.provenance or {})
+        taught = taught_of(read_provenance(memory.provenance))
         if taught is None:
             continue
         answer = TaughtAnswer(answer=taught["answer"], question=memory.question, memory_id=memory.id, by=taught["by"],

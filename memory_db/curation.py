@@ -8,6 +8,7 @@ from sqlalchemy import Connection
 
 from .errors import InvalidMemoryError, MemoryNotFoundError
 from .memory_writes import MemoryWrites
+from .provenance import provenance_update
 from .records import Memory
 from .rows import memory_from_row, row_problem, utc_now
 from .validation import check_namespace, check_question_type, check_summary, check_text
@@ -49,14 +50,14 @@ class Curation(MemoryWrites):
         if not changes:
             raise InvalidMemoryError("edit() needs at least one of summary, plan or question_type.")
         return self._change(memory_id, namespace, "edit", actor,
-                            lambda m: replace(m, **changes, provenance={**m.provenance, "edited_by": actor},
+                            lambda m: replace(m, **changes, provenance={**m.provenance, **provenance_update(edited_by=actor)},
                                               updated_at=utc_now()))
 
     def relabel(self, memory_id: str, *, namespace: str, correct: bool, actor: str = "user") -> Memory:
         """Mark a memory as a successful strategy (True) or a failure lesson (False)."""
         if not isinstance(correct, bool):
             raise InvalidMemoryError(f"correct must be True or False, got {correct!r}.")
-        person = {"verified": True, "verdict_source": "person", "labelled_by": actor}
+        person = provenance_update(verified=True, verdict_source="person", labelled_by=actor)
         return self._change(memory_id, namespace, "relabel", actor,
                             lambda m: replace(m, correct=correct, provenance={**m.provenance, **person},
                                               updated_at=utc_now()))

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 from sqlalchemy import Float, and_, cast, select
 
+from .provenance import read_provenance
 from .records import Memory, NewMemory
 from .schema import memories
 
@@ -17,8 +18,8 @@ PERSON_SOURCES = ("feedback", "person")
 
 def held_by_person(memory: Memory) -> bool:
     """A memory a person labelled, edited or pinned: no later run replaces or relabels it."""
-    provenance = memory.provenance or {}
-    return memory.pinned or provenance.get("verdict_source") in PERSON_SOURCES or bool(provenance.get("edited_by"))
+    provenance = read_provenance(memory.provenance)
+    return memory.pinned or provenance.verdict_source in PERSON_SOURCES or bool(provenance.edited_by)
 
 
 NEW_MEMORY_COUNTS = (1, 1)  # (usage, success) a memory is created with: a prior that ranks it as proven
@@ -33,12 +34,13 @@ def uses_since_stored(memory: Memory) -> tuple[int, int]:
 
 def is_verified(memory: Memory | NewMemory) -> bool:
     """Its verdict comes from ground truth or a person, not from the Judge's own opinion."""
-    return (memory.provenance or {}).get("verified") is True
+    return read_provenance(memory.provenance).verified
 
 
 def judged_only(memory: Memory | NewMemory) -> bool:
     """Labelled by the Judge alone, without ground truth or a person."""
-    return (memory.provenance or {}).get("verdict_source") == "judge" and not is_verified(memory)
+    provenance = read_provenance(memory.provenance)
+    return provenance.verdict_source == "judge" and not provenance.verified
 
 
 def with_outcome(base: Memory, existing: Memory, correct: bool, now) -> Memory:

@@ -28,7 +28,7 @@ class NewMemory:
     namespace: str = "default"
     caption: str | None = None
     question_type: str = "others"
-    provenance: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)  # memory_db.provenance.Provenance.to_dict(); read with read_provenance
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Memory:
     success_count: int
     win_rate: float
     pinned: bool
-    provenance: dict
+    provenance: dict  # as stored: read it with memory_db.provenance.read_provenance
     created_at: datetime
     updated_at: datetime
 

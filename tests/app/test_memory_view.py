@@ -122,7 +122,7 @@ def test_the_import_preview_says_which_memories_are_already_here(runtime, tmp_pa
 
 
 def test_the_detail_shows_the_sources_an_answer_cites_and_a_learned_memorys_rollout(runtime):
-    from backend.provenance import LEARNING, RESEARCH, Provenance
+    from memory_db.provenance import LEARNING, RESEARCH, Provenance
 
     store = runtime.store
     cited = Provenance(origin=RESEARCH, answer="Paris", first_answer="Paris", verified=True,
@@ -143,7 +143,7 @@ def test_the_detail_shows_the_sources_an_answer_cites_and_a_learned_memorys_roll
 
 
 def test_the_detail_shows_a_plan_of_sub_questions_hop_by_hop_with_answers_and_sentences(runtime):
-    from backend.provenance import RESEARCH, Provenance
+    from memory_db.provenance import RESEARCH, Provenance
 
     hops = [{"number": 1, "template": "Which festival was Billy McFarland charged for?",
              "question": "Which festival was Billy McFarland charged for?", "answer": "Fyre Festival",
@@ -160,3 +160,25 @@ def test_the_detail_shows_a_plan_of_sub_questions_hop_by_hop_with_answers_and_se
     assert ("**Sub-questions, as researched:**\n\n1. Which festival was Billy McFarland charged for? → **Fyre Festival** "
             "(Fyre Festival: “The Fyre Festival was a \\*fraudulent\\* luxury music festival.”)\n"
             "2. Where was Fyre Festival to take place? → **Lisbon** (no retrieved sentence states it)") in detail
+
+
+def test_a_provenance_of_the_wrong_types_from_an_import_is_shown_without_them_and_says_why(runtime, tmp_path):
+    hostile = {"run_id": ["r1"], "answer": 42, "ground_truth": {"text": "Paris"}, "verdict_source": "person",
+               "memories_used": "m1", "taught_answer": 7, "sources": ["Paris", 3], "from_a_newer_version": True}
+    record = {"type": "memory", "id": "5b0f8d2a-6f4e-4c1e-9c39-2b7f6f1f0a11", "question": "Where is the Louvre?",
+              "caption": None, "summary": "Searched wiki: Paris.", "plan": "1. search", "correct": True,
+              "question_type": "location", "modality": "text", "usage_count": 1, "success_count": 1, "win_rate": 1.0,
+              "pinned": False, "provenance": hostile, "created_at": "2026-01-01T00:00:00+00:00",
+              "updated_at": "2026-01-01T00:00:00+00:00"}
+    path = tmp_path / "hostile.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert runtime.store.import_jsonl("default", path) == 1
+    (memory,) = runtime.store.list(namespace="default")
+    assert table_rows([memory])[0][2] == ""  # neither a taught answer nor an answer of the run
+    detail = detail_markdown(memory)
+    assert "**Verdict from:** a person (Memory view)\n" in detail and "ground truth:" not in detail
+    assert "**Sources cited:** Paris\n" in detail and "From run" not in detail and "Answer given" not in detail
+    assert ("**Left out of its provenance (stored values of the wrong type):** ground\\_truth: an object, not text; "
+            "answer: a whole number, not text; memories\\_used: text, not a list; run\\_id: a list, not text; "
+            "sources: 1 of its 2 items of the wrong type; taught\\_answer: a whole number, not text") in detail
+    assert runs_using(runtime.store, runtime.runlog, "default", "m1") == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from backend.provenance import RESEARCH, Provenance
+from memory_db.provenance import RESEARCH, Provenance
 from memory_db import NewMemory
 from training.ttrl import Signal
 from training.ttrl.rft import plan_sample, rft_update, successful_memory

@@ -18,7 +18,7 @@ import torch
 from backend.manager import Manager
 from backend.hops import readable_decomposition
 from backend.prompts.planner import DECOMPOSE_PREFILL, PLAN_PREFILL, decompose_messages, decomposition_text, plan_messages
-from backend.provenance import read_provenance
+from memory_db.provenance import read_provenance
 from memory_db import Memory, MemoryNotFoundError
 from training.datasets import memories_text
 from training.episode import EpisodeSettings

@@ -13,7 +13,7 @@ from backend.llm.memo import CallFile, RepeatedCalls
 from backend.episode import planner_memories
 from backend.events import RunFinished
 from backend.manager import Manager
-from backend.provenance import LEARNING, Provenance
+from memory_db.provenance import LEARNING, Provenance
 from backend.tools.base import Tool
 from training.datasets import memories_text
 from training.episode import Episode, EpisodeSettings, run_episode
