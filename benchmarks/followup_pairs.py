@@ -2,7 +2,12 @@
 first hop and then the second as a follow-up that names the first hop's answer only by a pronoun, and,
 paired on the same questions, the full question typed at once.
 
-The pairs are built by rule from each question's supporting facts (`build_pairs`): the bridge page is
+The pairs come from `data/hotpotqa/train.jsonl` only (never `dev`, nor `train-extra`, which is for
+training only and whose paragraphs the search corpus does not hold): 30 built by rule and 73 written by
+hand (`build_pairs`, 103 in all, the first 100 in train's order by default; a question both give is
+the rule's).
+
+Most are built by rule from each question's supporting facts (`pair_of`): the bridge page is
 the supporting page the question does not name (its answer is the first hop's), the other page is the
 one it names. The bridge phrase is the question's noun phrase whose head word the bridge page's first
 sentence uses ("the scientist who invented the Tribometer": "Pieter van Musschenbroek was a Dutch
@@ -23,14 +28,29 @@ word that says more), its title's "(film)" tail, or a word for the same kind ("s
 No pair is built where the answer is the bridge page itself ("Eric Edward Whitacre": "Eric Whitacre"),
 where the phrase holds a verb of its own outside a relative clause, or ends on a possessive.
 The pronoun is "it" for a thing, "he" or "she" for a person (a page whose first sentence gives a birth
-or a life's years, or a person's kind; "she" where its text says "she" more than "he"). The
-thread is asked as the app asks it: the first question, then the follow-up made standalone with its
-thread (backend.follow_up) and its passages reused. Each arm runs in fresh namespaces (cold memory).
+or a life's years, or a person's kind; "she" where its text says "she" more than "he").
+
+The rest are written by hand in `benchmarks/followup_pairs_hand.jsonl` (`hand_pairs`), one a line:
+{"id", "question", "first_question", "bridge", "follow_up", "answer"}, for train bridge questions the
+rule builds none for. Each was written from the question and its supporting facts alone, as an analyst
+would type the thread, before and without any model's answers or the follow-up rewrite's rule: the
+first question asks for the bridge page's entity ("Who founded Media Matters for America?"), `bridge`
+is that page's supporting title as HotpotQA writes it, the follow-up asks the original question's
+answer naming the bridge only by a pronoun that fits its page (he/she for a person as the page says,
+it/they/there for a thing or place: "What 1996 book did he write?"). Questions whose answer is the
+bridge itself, that name the bridge, or whose first hop has no single answer in the supporting facts
+(one of several people or places) were left out. Loading refuses a row, naming its line, whose id is
+not a train bridge question, whose question or answer is not train's unchanged, whose bridge is not a
+supporting title or is named by the question, the first question or the follow-up, or whose follow-up
+has no pronoun.
+
+The thread is asked as the app asks it: the first question, then the follow-up made standalone with
+its thread (backend.follow_up) and its passages reused. Each arm runs in fresh namespaces (cold memory).
 It prints judge accuracy both ways with the exact McNemar test, seconds and searches per question, how
 often the first hop was right and how often the follow-up was answered without a new search. Rows are
 written as they finish, so a stopped run goes on where it stopped.
 
-    .venv/bin/python benchmarks/followup_pairs.py --pairs         # the pairs the rule builds
+    .venv/bin/python benchmarks/followup_pairs.py --pairs         # the pairs, by rule and by hand
     .venv/bin/python benchmarks/followup_pairs.py --limit 100     # the default model: hours on 2 cores
 """
 
@@ -50,7 +70,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 REPO = Path(__file__).resolve().parents[1]
-TRAIN_FILES = (REPO / "data" / "hotpotqa" / "train.jsonl", REPO / "data" / "hotpotqa" / "train-extra.jsonl")
+TRAIN_FILES = (REPO / "data" / "hotpotqa" / "train.jsonl",)
+HAND_PAIRS = REPO / "benchmarks" / "followup_pairs_hand.jsonl"
+HAND_FIELDS = ("id", "question", "first_question", "bridge", "follow_up", "answer")
+# The words a follow-up may name the bridge by.
+_REFERRING = {"he", "she", "it", "they", "him", "her", "them", "his", "hers", "its", "their", "there",
+              "this", "that", "these", "those"}
 DEFAULT_OUT = REPO / ".mia" / "followup-pairs"
 
 _TOKEN = re.compile(r"[\w'’.&-]+|[^\w\s]")
@@ -84,7 +109,7 @@ class ThreadPair:
     first_question: str  # asks for the bridge page's entity
     first_answer: str  # the bridge page's title
     follow_up: str  # the rest of the question, the bridge named by a pronoun
-    rule: str  # "relative" | "object" | "subject"
+    rule: str  # "relative" | "object" | "subject", or "hand" for a pair written by hand
 
 
 def _base(title: str) -> str:
@@ -259,16 +284,91 @@ def pair_of(record: dict) -> ThreadPair | None:
                       " ".join(follow.split()), rule)
 
 
-def build_pairs(paths=TRAIN_FILES, limit: int = 100) -> list[ThreadPair]:
-    """Up to `limit` thread pairs, in file order, from the bridge questions of `paths`."""
-    pairs = []
-    for path in paths:
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if line.strip() and len(pairs) < limit:
-                pair = pair_of(json.loads(line))
-                if pair is not None:
-                    pairs.append(pair)
+class HandPairError(ValueError):
+    """A hand-written pair that is not a train bridge question split honestly."""
+
+
+def _hand_pair(row, records: dict[str, dict], where: str) -> ThreadPair:
+    """The thread pair a hand-written row gives, checked against its train question."""
+    if not isinstance(row, dict):
+        raise HandPairError(f"{where}: a pair is one JSON object with the keys {', '.join(HAND_FIELDS)}")
+    missing = [key for key in HAND_FIELDS if key not in row]
+    unknown = sorted(set(row) - set(HAND_FIELDS))
+    if missing or unknown:
+        raise HandPairError(f"{where}: missing {missing}, unknown {unknown}: a pair has exactly the keys "
+                            f"{', '.join(HAND_FIELDS)}")
+    empty = [key for key in HAND_FIELDS if not isinstance(row[key], str) or not row[key].strip()]
+    if empty:
+        raise HandPairError(f"{where}: {', '.join(empty)} must be non-empty text")
+    record = records.get(row["id"])
+    if record is None or record.get("type") != "bridge":
+        raise HandPairError(f"{where}: {row['id']} is not a bridge question of the train file read "
+                            f"(data/hotpotqa/train.jsonl): pairs are written for train's bridge questions only")
+    for key in ("question", "answer"):
+        if row[key] != record[key]:
+            raise HandPairError(f"{where}: {key} is not train's for {row['id']}: copy it unchanged, "
+                                f"{record[key]!r}")
+    titles = list(dict.fromkeys(record["supporting_facts"]["title"]))
+    if row["bridge"] not in titles:
+        raise HandPairError(f"{where}: bridge {row['bridge']!r} is not a supporting title of {row['id']} "
+                            f"({titles}): write the bridge page's title as HotpotQA writes it")
+    name = _plain(_base(row["bridge"]))
+    names = re.compile(rf"\b{re.escape(name)}\b")
+    for key, what in (("question", "the bridge is the supporting page the question does not name"),
+                      ("first_question", "the first question asks for it"),
+                      ("follow_up", "the follow-up names it only by a pronoun (he, she, it, they, there...)")):
+        if names.search(_plain(row[key])):
+            raise HandPairError(f"{where}: {key} names the bridge {row['bridge']!r}: {what}")
+    if set(_words(name)) <= set(_words(_plain(row["answer"]))):
+        raise HandPairError(f"{where}: the answer is the bridge {row['bridge']!r} itself: no second hop is "
+                            f"left to ask; leave the question out")
+    if not set(_words(row["follow_up"])) & _REFERRING:
+        raise HandPairError(f"{where}: the follow-up has no pronoun for the bridge: refer to it by one of "
+                            f"{', '.join(sorted(_REFERRING))}")
+    for key in ("first_question", "follow_up"):
+        if not row[key].rstrip().endswith("?"):
+            raise HandPairError(f"{where}: {key} is a question: end it with '?'")
+    return ThreadPair(row["id"], " ".join(row["question"].split()), row["answer"],
+                      " ".join(row["first_question"].split()), html.unescape(_base(row["bridge"])),
+                      " ".join(row["follow_up"].split()), "hand")
+
+
+def hand_pairs(path: Path, records: list[dict]) -> list[ThreadPair]:
+    """The pairs written by hand in `path` (JSONL), each checked against its question in `records`;
+    the first row that fails is refused with its line and what to change."""
+    by_id = {record["id"]: record for record in records}
+    pairs, seen = [], set()
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise HandPairError(f"{where}: not JSON ({error}): each line is one pair, a JSON object") from None
+        pair = _hand_pair(row, by_id, where)
+        if pair.id in seen:
+            raise HandPairError(f"{where}: {pair.id} is written twice: keep one pair per question")
+        seen.add(pair.id)
+        pairs.append(pair)
     return pairs
+
+
+def build_pairs(paths=TRAIN_FILES, limit: int = 100, hand: Path | None = HAND_PAIRS) -> list[ThreadPair]:
+    """Up to `limit` thread pairs, in file order, from the bridge questions of `paths`: the rule's, and
+    for the questions it builds none for, those written by hand in `hand` (None: the rule's only)."""
+    records = [json.loads(line) for path in paths
+               for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    ruled = {pair.id: pair for pair in map(pair_of, records) if pair is not None}
+    written = {pair.id: pair for pair in hand_pairs(hand, records)} if hand is not None else {}
+    pairs = [ruled.get(record["id"]) or written.get(record["id"]) for record in records]
+    return [pair for pair in pairs if pair is not None][:limit]
+
+
+def by_source(pairs) -> str:
+    """How many pairs the rule built and how many were written by hand."""
+    hand = sum(pair.rule == "hand" for pair in pairs)
+    return f"{len(pairs) - hand} built by rule, {hand} written by hand"
 
 
 def _searches(events) -> int:
@@ -341,7 +441,9 @@ def table(rows: list[dict]) -> str:
         return "No rows."
     only_thread = sum(r["thread_right"] and not r["full_right"] for r in rows)
     only_full = sum(r["full_right"] and not r["thread_right"] for r in rows)
-    lines = [f"{n} thread pairs (HotpotQA train bridge questions)", "",
+    hand = sum(r["rule"] == "hand" for r in rows)
+    lines = [f"{n} thread pairs (HotpotQA train bridge questions: {n - hand} built by rule, {hand} written by hand)",
+             "",
              "| asked | judge accuracy | p50 s | mean s | searches/q |", "|---|---|---|---|---|"]
     for arm, label in (("thread", "as a thread: first hop, then the follow-up"), ("full", "the full question at once")):
         right = sum(r[f"{arm}_right"] for r in rows)
@@ -369,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         for pair in pairs:
             print(f"[{pair.rule}] {pair.question}\n  1. {pair.first_question} -> {pair.first_answer}\n"
                   f"  2. {pair.follow_up} -> {pair.answer}")
-        print(f"{len(pairs)} pairs (of {args.limit} asked for)")
+        print(f"{len(pairs)} pairs (of {args.limit} asked for): {by_source(pairs)}")
         return 0
     from backend.config import load_config
     from backend.eval.runner import open_eval_runtime
