@@ -1,7 +1,8 @@
 """Command line: `python -m backend.eval --data dev.jsonl --method mia --limit 50 --out DIR`.
 
-Also `--compare DIR [DIR ...] --out DIR` (a table and a learning-curve plot of finished
-evaluations), `--summarize DIR` (recompute a folder's summary from its rows) and `--table
+`--planner-version DIR` puts a test-time-learning Planner version (a folder holding adapter/) in
+the Planner's place. Also `--compare DIR [DIR ...] --out DIR` (a table and a learning-curve plot of
+finished evaluations), `--summarize DIR` (recompute a folder's summary from its rows) and `--table
 results/<table>` (recompute a published table and its rows' sha256 from the rows committed there).
 """
 
@@ -18,7 +19,7 @@ from backend.eval.compare import compare
 from backend.eval.datasets import DatasetError
 from backend.eval.report import METRICS_HEADER, SUMMARY_MD, metrics_table_row, write_summary
 from backend.eval.results import ResultsError
-from backend.eval.spec import EvalError, EvalSpec, check_or_write_manifest, copy_memory_from
+from backend.eval.spec import EvalError, EvalSpec, check_or_write_manifest, copy_memory_from, read_planner_version
 from backend.eval.table import recompute_table
 
 
@@ -43,6 +44,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warm-limit", type=int, help="only the first N warm-up questions")
     parser.add_argument("--memory-from", type=Path, metavar="DIR",
                         help="start from a copy of this finished evaluation's memory (same method): a second pass")
+    parser.add_argument("--planner-version", type=Path, metavar="DIR",
+                        help="a test-time-learning Planner version folder (<data_dir>/ttrl/versions/v0003, holding "
+                             "adapter/): the Planner answers with it, on the backend it runs on")
     parser.add_argument("--out", type=Path, help="output folder (default: <data_dir>/eval/<method>-<data>[-warm])")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--accept-code-change", action="store_true",
@@ -53,8 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--labels", type=Path, nargs="+", metavar="FILE",
                         help="with --compare: hand labels of answers (benchmarks/judge_labels/*.jsonl) to count the Judge's errors")
     args = parser.parse_args(argv)
-    if args.data is None and (args.warm_from or args.warm_limit or args.memory_from or args.skip or args.teach):
-        parser.error("--warm-from, --warm-limit, --memory-from, --skip and --teach go with --data")
+    if args.data is None and (args.warm_from or args.warm_limit or args.memory_from or args.skip or args.teach
+                              or args.planner_version):
+        parser.error("--warm-from, --warm-limit, --memory-from, --skip, --teach and --planner-version go with --data")
     if (args.summarize or args.table) and args.limit:
         parser.error("--limit goes with --data or --compare")
     if args.table and args.out:
@@ -76,6 +81,8 @@ def default_out_dir(data_dir: Path, args: argparse.Namespace) -> Path:
         name += "-taught"
     if args.memory_from:
         name += f"-memory-of-{args.memory_from.name}"
+    if args.planner_version:
+        name += f"-planner-{args.planner_version.resolve().name}"
     return data_dir / "eval" / name
 
 
@@ -88,11 +95,12 @@ def run_evaluation(args: argparse.Namespace) -> int:
         data=args.data, method=args.method, out_dir=out_dir, limit=args.limit, warm_from=args.warm_from,
         warm_limit=args.warm_limit, seed=args.seed, label=args.label, memory_from=args.memory_from,
         skip=args.skip, teach=args.teach, accept_code_change=args.accept_code_change,
+        planner_version=read_planner_version(args.planner_version) if args.planner_version else None,
     )
     spec.check_inputs()
     check_or_write_manifest(spec, config)  # another evaluation or other code: refused before loading models
     copy_memory_from(spec)  # before the runtime opens the evaluation's memory
-    runtime = open_eval_runtime(config, out_dir, progress=not args.no_progress)
+    runtime = open_eval_runtime(config, out_dir, progress=not args.no_progress, planner_version=spec.planner_version)
     try:
         evaluate(spec, runtime, progress=not args.no_progress)
     except KeyboardInterrupt:

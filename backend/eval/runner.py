@@ -27,6 +27,7 @@ from backend.eval.spec import (
     WARM_ROWS_FILE,
     EvalError,
     EvalSpec,
+    PlannerVersion,
     check_or_write_manifest,
     inherited_run_ids,
     memory_url_for,
@@ -34,6 +35,7 @@ from backend.eval.spec import (
 from backend.events import Event
 from backend.feedback import FeedbackQueue, submit_feedback
 from backend.judge import CORRECT, Judge
+from backend.llm.registry import backend_spec
 from backend.tools.base import offered_tools, query_tool
 from backend.tools.search import WikiSearchTool
 from backend.replay import replay
@@ -45,16 +47,23 @@ from memory_db.provenance import read_provenance
 log = logging.getLogger(__name__)
 
 
-def open_eval_runtime(config: Config, out_dir: Path, *, progress: bool = True) -> Runtime:
+def open_eval_runtime(config: Config, out_dir: Path, *, progress: bool = True,
+                      planner_version: PlannerVersion | None = None) -> Runtime:
     """The real models and tools, with the memory database and run logs inside `out_dir`. The search
-    reads the wiki alone: no user's documents, shared ones included, change an evaluation."""
+    reads the wiki alone: no user's documents, shared ones included, change an evaluation. With
+    `planner_version` (the spec's), the Planner answers with that version, built by the Planner's
+    backend as the app builds a promoted one."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = dataclasses.replace(config, memory_url=memory_url_for(out_dir))
     runtime = build_runtime(config, progress=progress, with_documents=False)
+    models = runtime.agent.models
+    if planner_version is not None:
+        role = config.role("planner")
+        models = {**models, "planner": backend_spec(role.backend).planner_version(config, role, planner_version)}
     runlog = RunLog(out_dir / RUNS_FOLDER)
     agent = ResearchAgent(
-        config, models=runtime.agent.models, tools=runtime.agent.tools, store=runtime.store, runlog=runlog
+        config, models=models, tools=runtime.agent.tools, store=runtime.store, runlog=runlog
     )
     return dataclasses.replace(runtime, agent=agent, runlog=runlog)
 

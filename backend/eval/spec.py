@@ -7,13 +7,17 @@ the same questions, or a stream after a warm-up, costs only its own questions.
 Resuming into a folder is allowed only for the same evaluation: same questions file, method,
 warm-up, seed, models and agent settings. Only the question limit may grow, so a stream can be
 extended later without redoing the questions already answered.
+
+An evaluation may put a test-time-learning Planner version in the Planner's place (`planner_version`:
+a version folder such as .mia/ttrl/versions/v0003, holding the LoRA in adapter/), on whatever backend
+the Planner runs; eval.json's planner identity names the version and the sha256 of its weights.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from backend.methods import METHOD_NAMES as METHODS
@@ -21,6 +25,7 @@ from backend.config import DEFAULT_TOOLS, REPO_ROOT, AgentConfig, Config
 from backend.eval.datasets import load_questions
 from backend.eval.results import ResultsFile
 from backend.code_identity import code_identity, describe
+from backend.llm.reader_adapter import file_sha256
 from backend.llm.registry import backend_spec, reader_adapter_of
 from backend.events import Event
 from backend.runlog import RunLog
@@ -40,10 +45,62 @@ REMOVED_AGENT_SETTINGS = {
     "count_unverified_outcomes": False,
 }
 REMOVED_SETTINGS_COMMIT = "f8918e4"
+VERSION_ADAPTER = "adapter"  # a Planner version folder's peft LoRA (training.ttrl.versions.ADAPTER)
+VERSION_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")  # what peft saves, newest format first
 
 
 class EvalError(ValueError):
     """The evaluation cannot start as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class PlannerVersion:
+    """A test-time-learning Planner version folder as an evaluation's Planner answers with it
+    (backend.llm.adapters.AdapterVersion): its name is the folder's ("v0003"), its LoRA the folder's
+    adapter/, `weights_sha256` that LoRA's weights file's."""
+
+    folder: Path
+    weights_sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    @property
+    def adapter_path(self) -> Path:
+        return self.folder / VERSION_ADAPTER
+
+    @property
+    def adapter_dir(self) -> str:
+        return str(self.adapter_path)
+
+    @property
+    def identity(self) -> str:
+        """What eval.json's planner identity adds to the model the Planner runs on."""
+        return f"+version:{self.name}@{self.weights_sha256}"
+
+
+def read_planner_version(folder: Path | str) -> PlannerVersion:
+    """The version in `folder` with its weights hashed; EvalError saying what to pass when the folder
+    holds no LoRA adapter."""
+    folder = Path(folder).resolve()
+    adapter = folder / VERSION_ADAPTER
+    if not adapter.is_dir() and (folder / "adapter_config.json").is_file():
+        raise EvalError(f"--planner-version {folder} is the LoRA adapter itself; pass the version folder that holds "
+                        f"it: {folder.parent}.")
+    if not adapter.is_dir():
+        raise EvalError(
+            f"--planner-version {folder} has no {VERSION_ADAPTER}/ folder: pass a test-time-learning version folder "
+            f"that holds one, such as <data_dir>/ttrl/versions/v0003 (`python -m training ttrl` lists them). "
+            "The base Planner (v0000) has none: leave out --planner-version to evaluate it."
+        )
+    weights = next((adapter / name for name in VERSION_WEIGHTS if (adapter / name).is_file()), None)
+    if weights is None or not (adapter / "adapter_config.json").is_file():
+        raise EvalError(
+            f"--planner-version {folder}: {adapter} is not a complete LoRA adapter (it needs adapter_config.json and "
+            f"{' or '.join(VERSION_WEIGHTS)}, as peft saves them); pass another version folder."
+        )
+    return PlannerVersion(folder, file_sha256(weights))
 
 
 @dataclass(frozen=True)
@@ -59,6 +116,7 @@ class EvalSpec:
     memory_from: Path | None = None  # a finished evaluation folder whose memory this one starts from
     skip: int = 0  # questions of `data` left out before the first one asked
     teach: bool = False  # ask without ground truth, then give it as a person's typed right answer (the UI's feedback)
+    planner_version: PlannerVersion | None = None  # the test-time-learning version the Planner answers with; None: the base
     accept_code_change: bool = False  # resume rows written by other code (recorded in eval.json's code_resumed)
 
     def __post_init__(self) -> None:
@@ -97,6 +155,8 @@ class EvalSpec:
     def display_label(self) -> str:
         if self.label:
             return self.label
+        if self.planner_version is not None:
+            return f"{replace(self, planner_version=None).display_label}, Planner {self.planner_version.name}"
         if self.teach:
             return f"{self.method} (taught)"
         if self.memory_from is not None:
@@ -153,11 +213,15 @@ def inherited_run_ids(out_dir: Path) -> set[str]:
     return set(json.loads(path.read_text(encoding="utf-8"))["run_ids"]) if path.is_file() else set()
 
 
-def role_identity(config: Config) -> dict[str, str]:
+def role_identity(config: Config, planner_version: PlannerVersion | None = None) -> dict[str, str]:
     """Which model each role runs on, as the configuration names it, with the trained reader the
-    Executor answers with (its folder and the sha256 of its weights)."""
-    return {name: backend_spec(role.backend).identity(role) + reader_identity(config, role)
-            for name, role in sorted(config.roles.items())}
+    Executor answers with (its folder and the sha256 of its weights) and the Planner version the
+    Planner answers with (its name and the sha256 of its weights)."""
+    identity = {name: backend_spec(role.backend).identity(role) + reader_identity(config, role)
+                for name, role in sorted(config.roles.items())}
+    if planner_version is not None:
+        identity["planner"] += planner_version.identity
+    return identity
 
 
 def reader_identity(config: Config, role) -> str:
@@ -205,7 +269,7 @@ def manifest_for(spec: EvalSpec, config: Config) -> dict:
         "skip": spec.skip,
         "teach": spec.teach,
         "seed": spec.seed,
-        "models": role_identity(config),
+        "models": role_identity(config, spec.planner_version),
         "agent": {**asdict(config.agent), "tools": list(config.agent.tools)},  # as eval.json reads it back
         "search": asdict(config.search),
         "code": code_identity(),
@@ -241,6 +305,9 @@ def check_same_code(spec: EvalSpec, previous: dict, now: dict, rows_before: int)
 
 def check_or_write_manifest(spec: EvalSpec, config: Config) -> dict:
     """Write eval.json in a new folder; in a used one, refuse a different evaluation."""
+    if spec.planner_version is not None and config.role("planner").adapter_dir:
+        raise EvalError("roles.planner.adapter_dir (MIA_PLANNER_ADAPTER_DIR) and --planner-version both name the "
+                        "Planner's adapter; leave out the setting and give the version folder alone.")
     path = spec.out_dir / MANIFEST_FILE
     manifest = manifest_for(spec, config)
     if path.exists():

@@ -55,7 +55,7 @@ def run_eval(eval_config: Config):
     from backend.eval.runner import evaluate, open_eval_runtime
 
     def run(spec: EvalSpec):
-        runtime = open_eval_runtime(eval_config, spec.out_dir, progress=False)
+        runtime = open_eval_runtime(eval_config, spec.out_dir, progress=False, planner_version=spec.planner_version)
         try:
             return evaluate(spec, runtime, progress=False)
         finally:
