@@ -10,7 +10,8 @@ on llama.cpp, with BM25 search and 2 Executor turns): the learner's background
 worker processes the signals (n plans each, GRPO update every `signals_per_update`, canary) while
 this script asks probe questions through the agent, as a user would; each probe's latency is
 labelled with what the learner was doing meanwhile. Phase 2: `python -m backend.eval` with the
-Planner at version 0 (base) and at the last promoted version (`MIA_PLANNER_ADAPTER_DIR`).
+Planner at version 0 (base) and at the last promoted version (`--planner-version`, on the backend the
+Planner runs on).
 Everything lands in --out: the learner's folder (versions, logs), probes.jsonl, eval folders, report.md.
 """
 
@@ -128,12 +129,15 @@ def learn(args, out: Path) -> dict:
     return {"learn_seconds": learn_seconds, "probes": rows, "root": str(learner.root)}
 
 
-def evaluate(args, out: Path, label: str, adapter_dir: str) -> Path:
-    target = out / f"eval-{label}"
-    env = {**os.environ, "MIA_PLANNER_ADAPTER_DIR": adapter_dir, "MIA_AGENT_SPARSE_MEMORY_PLANNER": "planner"}
+def evaluate(args, out: Path, version) -> Path:
+    """The evaluation of one Planner version (the base: v0000, which has no adapter); the Planner writes
+    every plan, also while memory is sparse, so that the version under test is what is measured."""
+    target = out / f"eval-{version.name}"
+    env = {**os.environ, "MIA_AGENT_SPARSE_MEMORY_PLANNER": "planner"}
+    planner = ["--planner-version", str(version.adapter_path.parent)] if version.adapter_path is not None else []
     subprocess.run([sys.executable, "-m", "backend.eval", "--data", str(DEV), "--method", "mia",
                     "--limit", str(args.dev_limit), "--out", str(target), "--no-progress",
-                    "--label", f"mia, Planner {label}"], check=True, cwd=REPO, env=env)
+                    "--label", f"mia, Planner {version.name}", *planner], check=True, cwd=REPO, env=env)
     return target
 
 
@@ -172,8 +176,8 @@ def main() -> None:
     store = VersionStore(out / "app" / "ttrl")
     versions = store.all()
     last = [v for v in versions if v.status == PROMOTED][-1]
-    first_dir = evaluate(args, out, "v0000", "")
-    last_dir = evaluate(args, out, last.name, last.adapter_dir) if last.number else None
+    first_dir = evaluate(args, out, store.get(0))
+    last_dir = evaluate(args, out, last) if last.number else None
     folders = [str(first_dir)] + ([str(last_dir)] if last_dir else [])
     subprocess.run([sys.executable, "-m", "backend.eval", "--compare", *folders, "--limit", str(args.dev_limit),
                     "--out", str(out / "report")], check=True, cwd=REPO)
