@@ -24,9 +24,9 @@ from app.report import write_report_files
 from app.report_pdf import write_report_pdf
 from app.source_view import SOURCE_CSS, SourceView, open_citation, open_locator, page_images
 from app.session import RUNS_AT_ONCE, AppContext, ReadOnlyModeError
-from app.steering import (REVIEW_LABEL, Drafts, attach_thread, build_follow_up_box, build_plan_editor, checked_steering,
+from app.steering import (REVIEW_LABEL, PerPage, attach_thread, build_follow_up_box, build_plan_editor, checked_steering,
                           draft_for_review, drafting_box, editor_shown, follow_up_steering, own_wording_steering,
-                          require_steering, review_wanted, steered, thread_of_logged)
+                          require_steering, review_wanted, steered, steering_key, steering_left, thread_of_logged)
 from app.transcript import RunLimits, RunTranscript
 from backend.agent import RunRequest
 from backend.events import RunFinished, TextDelta
@@ -469,6 +469,7 @@ def build_research_tab(ctx: AppContext):
         if stop_switch is None:  # this page already has a run under way; leave its view alone
             yield (gr.update(),) * 7
             return
+        spent.put(session, steering_key(steer))
         limits = run_limits(ctx)
         user = ctx.user_of(request)
         run = RunRequest(question=q or "", namespace=ctx.namespace_of(request), image=img or None,
@@ -645,13 +646,15 @@ def build_research_tab(ctx: AppContext):
         return history_rows(ctx, ctx.namespace_of(request))
 
     steering = gr.State({})  # what the next run is given: the person's plan, or a follow-up (app.steering)
-    drafts = Drafts()
+    drafts = PerPage()  # the plan drafted for review, until the editor shows it
+    spent = PerPage()  # the steering (steering_key) each page's last run was given
     inputs = [question, image, caption, ground_truth, review, steering]
     downloads = [report_md, report_pdf, report_json]
 
-    def after_run(request: gr.Request):
+    def after_run(steer: dict | None, request: gr.Request):
         """The plan editor (a plan drafted for review, else hidden) and the steering spent."""
-        return *editor_shown(drafts.take(_session(request))), {}
+        left = steering_left(spent.take(_session(request)), steer)
+        return *editor_shown(drafts.take(_session(request))), gr.update() if left is None else left
 
     def research(started):
         """A question's run, once `started` (start_run) has set the page up."""
@@ -659,7 +662,7 @@ def build_research_tab(ctx: AppContext):
                 .then(run_question, inputs, [answer_box, trace, run_id, feedback_result, *downloads],
                       concurrency_limit=RUNS_AT_ONCE, concurrency_id="research")
                 .then(end_run, None, [ask, stop, run_status], concurrency_limit=None)
-                .then(after_run, None, [plan_view.group, plan_view.note, plan_view.editor, plan_view.drafted, steering],
+                .then(after_run, [steering], [plan_view.group, plan_view.note, plan_view.editor, plan_view.drafted, steering],
                       concurrency_limit=None)
                 .then(load_history, None, [history]))
 

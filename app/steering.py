@@ -4,6 +4,7 @@ runs what they set up through its own run chain: a steering dict says what the n
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -68,24 +69,36 @@ def build_follow_up_box() -> FollowUpBox:
     return FollowUpBox(asked, ask, rewritten, research_rewritten, note, gr.State(None))
 
 
-class Drafts:
-    """The plan drafted for each page (Gradio session) until the page's editor shows it."""
+class PerPage:
+    """One value for each page (Gradio session), kept until taken; the oldest pages' go first."""
 
     def __init__(self, size: int = 256) -> None:
-        self._drafts: OrderedDict[str, PlanDraft | str] = OrderedDict()
+        self._values: OrderedDict[str, object] = OrderedDict()
         self._lock = threading.Lock()
         self._size = size
 
-    def put(self, session: str, draft: PlanDraft | str) -> None:
+    def put(self, session: str, value) -> None:
         with self._lock:
-            self._drafts[session] = draft
-            self._drafts.move_to_end(session)
-            while len(self._drafts) > self._size:
-                self._drafts.popitem(last=False)
+            self._values[session] = value
+            self._values.move_to_end(session)
+            while len(self._values) > self._size:
+                self._values.popitem(last=False)
 
-    def take(self, session: str) -> PlanDraft | str | None:
+    def take(self, session: str):
         with self._lock:
-            return self._drafts.pop(session, None)
+            return self._values.pop(session, None)
+
+
+def steering_key(steer: dict | None) -> str:
+    """What a steering says, as one comparable string."""
+    return json.dumps(steer or {}, sort_keys=True, default=str)
+
+
+def steering_left(spent: str | None, steer: dict | None) -> dict | None:
+    """The page's steering once a run has ended: spent ({}) when it is the one that run was given,
+    else None (leave it): a follow-up asked while the run's last updates were arriving is the next
+    run's, not this one's."""
+    return {} if spent is None or steering_key(steer) == spent else None
 
 
 def review_wanted(review: bool, steer: dict | None) -> bool:
