@@ -69,6 +69,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from backend.eval.datasets import json_lines  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_FILES = (REPO / "data" / "hotpotqa" / "train.jsonl",)
 HAND_PAIRS = REPO / "benchmarks" / "followup_pairs_hand.jsonl"
@@ -338,14 +340,10 @@ def hand_pairs(path: Path, records: list[dict]) -> list[ThreadPair]:
     the first row that fails is refused with its line and what to change."""
     by_id = {record["id"]: record for record in records}
     pairs, seen = [], set()
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    rows = json_lines(path, lambda number, error: HandPairError(
+        f"{path}:{number}: not JSON ({error}): each line is one pair, a JSON object"))
+    for number, row in rows:
         where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise HandPairError(f"{where}: not JSON ({error}): each line is one pair, a JSON object") from None
         pair = _hand_pair(row, by_id, where)
         if pair.id in seen:
             raise HandPairError(f"{where}: {pair.id} is written twice: keep one pair per question")

@@ -10,12 +10,26 @@ question gives another way (a scanned page of that article in its image) is not 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 
 class DatasetError(ValueError):
     """A question file cannot be used; the message names the file, the line and what to fix."""
+
+
+def json_lines(path: Path, not_json: Callable[[int, json.JSONDecodeError], Exception]) -> Iterator[tuple[int, object]]:
+    """Each non-blank line of a JSONL file, parsed, with its number; a line that is not JSON raises
+    what `not_json(line number, error)` makes (a message that names the file and what to fix)."""
+    with Path(path).open(encoding="utf-8") as lines:
+        for line_no, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                yield line_no, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise not_json(line_no, exc) from None
 
 
 @dataclass(frozen=True)
@@ -73,24 +87,18 @@ def load_questions(path: Path | str, *, limit: int | None = None, skip: int = 0)
         raise DatasetError(f"{path}: no such question file; give a JSONL file of questions.")
     questions: list[EvalQuestion] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as lines:
-        for line_no, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}, line {line_no}: not valid JSON ({exc.msg}).") from None
-            question = _question_from_record(record, path, line_no)
-            if question.id in seen:
-                raise DatasetError(
-                    f"{path}, line {line_no}: id {question.id!r} already used on line {seen[question.id]}; "
-                    "ids must be unique (results are resumed by id)."
-                )
-            seen[question.id] = line_no
-            questions.append(question)
-            if limit is not None and len(questions) >= skip + limit:
-                break
+    records = json_lines(path, lambda line_no, exc: DatasetError(f"{path}, line {line_no}: not valid JSON ({exc.msg})."))
+    for line_no, record in records:
+        question = _question_from_record(record, path, line_no)
+        if question.id in seen:
+            raise DatasetError(
+                f"{path}, line {line_no}: id {question.id!r} already used on line {seen[question.id]}; "
+                "ids must be unique (results are resumed by id)."
+            )
+        seen[question.id] = line_no
+        questions.append(question)
+        if limit is not None and len(questions) >= skip + limit:
+            break
     if len(questions) <= skip:
         raise DatasetError(f"{path}: the file holds {len(questions)} questions, none after the first {skip}." if skip
                            else f"{path}: the file holds no questions.")
