@@ -325,6 +325,10 @@ _FIELD_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "tuple[str
 REPLACED_SETTINGS = {
     "search.calculator": 'the tools are a list now: add "calculate" to agent.tools '
                          '(tools = ["search", "web_search", "visit", "image_search", "calculate"] in [agent])',
+    **{f"agent.{name}": ("a variant that was measured, did no better and was removed (docs/results.md, "
+                         "\"Variants measured and removed\"; commit f8918e4 still has it): remove the setting")
+       for name in ("quote_check", "strategies_by_type", "plan_candidates", "answer_candidates", "decompose_unstated",
+                    "reader_example", "count_unverified_outcomes", "unverified_memory_weight")},
 }
 
 

@@ -287,3 +287,13 @@ def test_the_data_folder_has_a_short_variable_and_the_two_must_agree(tmp_path):
     assert load_config(environ={"MIA_PATHS_DATA_DIR": str(tmp_path)}).data_dir == tmp_path
     with pytest.raises(ConfigError, match="paths.data_dir: MIA_PATHS_DATA_DIR and MIA_DATA_DIR"):
         load_config(environ={"MIA_PATHS_DATA_DIR": str(tmp_path), "MIA_DATA_DIR": str(tmp_path / "other")})
+
+
+@pytest.mark.parametrize("setting", ["plan_candidates", "quote_check", "unverified_memory_weight"])
+def test_a_removed_variant_is_refused_with_where_it_went(tmp_path, setting):
+    path = tmp_path / "mia.toml"
+    path.write_text(f"[agent]\n{setting} = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"agent.{setting}: a variant that was measured.*commit f8918e4.*remove the setting"):
+        load_config(path, environ={})
+    with pytest.raises(ConfigError, match=f"agent.{setting} \\(from MIA_AGENT_{setting.upper()}\\): a variant"):
+        load_config(environ={f"MIA_AGENT_{setting.upper()}": "1"})
