@@ -322,13 +322,23 @@ def _coerce(key: str, value: Any, target: type) -> Any:
 
 _FIELD_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "tuple[str, ...]": tuple}
 # Settings that were replaced: a file or variable that still sets one is told what to write instead.
+# Agent settings of variants measured, lost and removed (docs/results.md), each at the value that left it
+# off. An evaluation manifest naming one at that value records an evaluation as it runs now; one that ran
+# the variant can still be read and compared, and resumed only at REMOVED_SETTINGS_COMMIT, the last commit
+# with them (backend.eval.spec).
+REMOVED_AGENT_SETTINGS = {
+    "quote_check": "off", "strategies_by_type": False, "plan_candidates": 1, "answer_candidates": 1,
+    "decompose_unstated": False, "reader_example": False, "unverified_memory_weight": 0.0,
+    "count_unverified_outcomes": False,
+}
+REMOVED_SETTINGS_COMMIT = "f8918e4"
 REPLACED_SETTINGS = {
     "search.calculator": 'the tools are a list now: add "calculate" to agent.tools '
                          '(tools = ["search", "web_search", "visit", "image_search", "calculate"] in [agent])',
     **{f"agent.{name}": ("a variant that was measured, did no better and was removed (docs/results.md, "
-                         "\"Variants measured and removed\"; commit f8918e4 still has it): remove the setting")
-       for name in ("quote_check", "strategies_by_type", "plan_candidates", "answer_candidates", "decompose_unstated",
-                    "reader_example", "count_unverified_outcomes", "unverified_memory_weight")},
+                         f"\"Variants measured and removed\"; commit {REMOVED_SETTINGS_COMMIT} still has it): "
+                         "remove the setting")
+       for name in REMOVED_AGENT_SETTINGS},
 }
 
 

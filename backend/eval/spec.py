@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from backend.methods import METHOD_NAMES as METHODS
-from backend.config import DEFAULT_TOOLS, REPO_ROOT, AgentConfig, Config
+from backend.config import (DEFAULT_TOOLS, REMOVED_AGENT_SETTINGS, REMOVED_SETTINGS_COMMIT, REPO_ROOT, AgentConfig,
+                            Config)
 from backend.eval.datasets import load_questions
 from backend.eval.results import ResultsFile
 from backend.code_identity import code_identity, describe
@@ -36,15 +37,6 @@ WARM_ROWS_FILE = "warm.jsonl"
 MEMORY_FILE = "memory.sqlite"
 RUNS_FOLDER = "runs"
 MEMORY_FROM_FILE = "memory_from.json"  # what was copied in: the source folder and the run ids behind its memories
-# Agent settings of variants measured, lost and removed (docs/results.md), each at the value that left it
-# off. A manifest naming one at that value records an evaluation as it runs now; one that ran the variant
-# can still be read and compared, and resumed only at REMOVED_SETTINGS_COMMIT, the last commit with them.
-REMOVED_AGENT_SETTINGS = {
-    "quote_check": "off", "strategies_by_type": False, "plan_candidates": 1, "answer_candidates": 1,
-    "decompose_unstated": False, "reader_example": False, "unverified_memory_weight": 0.0,
-    "count_unverified_outcomes": False,
-}
-REMOVED_SETTINGS_COMMIT = "f8918e4"
 VERSION_ADAPTER = "adapter"  # a Planner version folder's peft LoRA (training.ttrl.versions.ADAPTER)
 VERSION_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")  # what peft saves, newest format first
 
