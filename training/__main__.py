@@ -1,4 +1,4 @@
-"""Command line: `python -m training reader-data|reader|executor|planner|alternate|dataset|verl-check|ttrl ...`."""
+"""Command line: `python -m training reader-data|reader|reader-validate|executor|planner|alternate|dataset|verl-check|ttrl ...`."""
 
 from __future__ import annotations
 
@@ -46,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     reader.add_argument("--output-dir", help="override `output_dir`")
     reader.add_argument("--epochs", type=float, help="override `epochs`")
     reader.add_argument("--max-examples", type=int, help="override `max_examples`")
+    checked = commands.add_parser("reader-validate",
+                                  help="score the validation examples as the trainer does, on the base model or an adapter")
+    checked.add_argument("--config", type=Path, default=DEFAULT_CONFIGS / "reader_qwen_cpu.yaml")
+    checked.add_argument("--data", help="override `data`")
+    checked.add_argument("--adapter", type=Path,
+                         help="a run's adapter/ folder or one of its checkpoints (leave out: the base model alone)")
     for stage in ("executor", "planner"):
         sub = commands.add_parser(stage, help=f"train the {stage.capitalize()} with GRPO on this machine")
         sub.add_argument("--config", required=True, type=Path, help="YAML settings (see training/configs/)")
@@ -249,6 +255,18 @@ def _train_reader(args: argparse.Namespace, argv: list[str] | None) -> None:
           f"roles.executor.adapter = \"{output}\")")
 
 
+def _validate_reader(args: argparse.Namespace) -> None:
+    from training.sft_config import load_sft_settings
+    from training.sft_trainer import validate_reader
+
+    settings = load_sft_settings(args.config, data=args.data)
+    scores = validate_reader(settings, args.adapter)
+    n = scores["validation_examples"]
+    print(f"{args.adapter or 'base model (no adapter)'}: validation loss {scores['validation_loss']:.3f}, token "
+          f"accuracy {scores['validation_token_accuracy']:.1%}, answer predicted whole in "
+          f"{round(scores['validation_answer_exact'] * n)} of {n}, {scores['seconds']:.0f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -258,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             _reader_trajectories(args)
         elif args.command == "reader":
             _train_reader(args, argv)
+        elif args.command == "reader-validate":
+            _validate_reader(args)
         elif args.command in ("executor", "planner"):
             from training.grpo_config import load_settings
             from training.trainer import train_stage

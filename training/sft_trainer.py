@@ -200,6 +200,35 @@ def trained_token_loss(model, inputs: dict, num_items: int | None = None) -> tor
     return loss / (int(num_items) if num_items else len(positions))
 
 
+def validate_reader(settings: SFTSettings, adapter: Path | None = None) -> dict:
+    """The trainer's validation scores (same examples, same measures) of the base model alone, or of the
+    base with `adapter` (a run's adapter/ or one of its checkpoints/checkpoint-N), so a run's
+    checkpoints read against where it started."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if adapter is not None and not (adapter / "adapter_config.json").is_file():
+        raise ReaderDataError(f"{adapter} holds no LoRA adapter (no adapter_config.json); give a run's adapter/ "
+                              "folder or one of its checkpoints/checkpoint-N folders.")
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    model_dir, _gguf = base_model_dir(settings)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    rows = [r for r in load_rows(settings.data_path) if r["split"] == "validation"]
+    validation = [tokenize_example(tokenizer, r) for r in rows[: settings.validation_examples]]
+    if not validation:
+        raise ReaderDataError(f"{settings.data_path} has no validation example; build examples with "
+                              "`python -m training reader-data`, which holds part of `train` out for validation.")
+    dtype = torch.bfloat16 if settings.weights_dtype == "bfloat16" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(adapter))
+    started = time.perf_counter()
+    scores = validation_scores(model, validation)
+    return {**scores, "adapter": str(adapter) if adapter else None, "seconds": round(time.perf_counter() - started, 1)}
+
+
 def _reader_trainer_class():
     from transformers import Trainer
 

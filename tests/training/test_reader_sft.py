@@ -86,6 +86,28 @@ def test_training_lowers_the_loss_on_its_examples_and_writes_a_manifest(tmp_path
     assert validation_scores(trained, examples)["validation_loss"] < before - 0.5
 
 
+def test_the_base_and_a_checkpoint_are_scored_as_the_trainer_scores_them(tmp_path):
+    from training.reader_data import ReaderDataError
+    from training.sft_trainer import validate_reader
+
+    rows = example_rows(4)
+    data = tmp_path / "examples.jsonl"
+    write_rows(rows + [dict(r, split="validation") for r in rows], data)
+    settings = settings_for(tmp_path, data, epochs=4.0, learning_rate=5e-3, gradient_accumulation=2, save_steps=4,
+                            validation_examples=4)
+    output = train_reader(settings, command="test", progress=False)
+    logged = next(json.loads(line) for line in (output / "log.jsonl").read_text().splitlines()
+                  if '"event": "validation"' in line and json.loads(line)["step"] == 4)
+    checkpoint = validate_reader(settings, output / "checkpoints" / "checkpoint-4")
+    assert checkpoint["validation_loss"] == pytest.approx(logged["validation_loss"], rel=1e-4)
+    assert checkpoint["validation_examples"] == 4
+    base = validate_reader(settings)
+    final = validate_reader(settings, output / "adapter")
+    assert base["adapter"] is None and final["validation_loss"] < base["validation_loss"] - 0.5
+    with pytest.raises(ReaderDataError, match="no LoRA adapter"):
+        validate_reader(settings, output)
+
+
 @pytest.mark.timeout(600)  # two runs of the trainer in their own processes, each loading torch and the model
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     data = tmp_path / "examples.jsonl"
