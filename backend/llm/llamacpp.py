@@ -12,6 +12,10 @@ so several users' calls interleave step by step instead of oversubscribing the c
 
 Message text is tokenised without special tokens, so a passage containing "<|im_end|>" stays
 text: only the chat template's own markup becomes control tokens.
+
+This module loads the model, makes its adapter siblings and answers the ChatModel calls; the slots
+and the compute gate are in backend.llm.llamacpp_slots, the chat template and tokenizer in
+backend.llm.llamacpp_prompts, and decoding in a slot in backend.llm.llamacpp_decoding.
 """
 
 from __future__ import annotations
@@ -20,9 +24,7 @@ import os
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -32,75 +34,20 @@ from backend.llm.base import (
     LLMError,
     ModelTraits,
     TokenLogprob,
-    check_messages,
     check_options,
 )
 from backend.llm.decoding import collect_text, stream_in_thread
-from backend.llm.local import InProcessChatModel
 from backend.llm.gguf_import import display_name
 from backend.llm.gguf_metadata import read_gguf_metadata
+from backend.llm.llamacpp_decoding import SlotDecoding, log_softmax, recorded
+from backend.llm.llamacpp_prompts import TemplatePrompts, compile_template
+from backend.llm.llamacpp_slots import ComputeGate, Slot, SlotPool
+from backend.llm.local import InProcessChatModel
 
 SMALL_MODEL_PARAMETERS = 1_000_000_000  # below this a model is "small" unless the role says otherwise
-USEFUL_PREFIX_TOKENS = 64  # a shorter shared prefix is only the chat template's opening
-IDLE_CACHE_SECONDS = 120.0  # a cache unused this long belongs to a finished question
-_SENTINEL = "\x00mia-content-{}\x00"
 
 
-class _Slot:
-    """One llama.cpp context over the shared model: its KV cache holds `tokens`."""
-
-    def __init__(self, context, batch) -> None:
-        self.context, self.batch = context, batch
-        self.tokens: list[int] = []
-        self.reused = 0  # prompt tokens the last prompt found in this cache
-        self.last_used = 0.0
-
-    def keep_value(self, now: float) -> int:
-        """What evicting this cache would cost: its tokens, or nothing once it has sat idle a while."""
-        return len(self.tokens) if now - self.last_used < IDLE_CACHE_SECONDS else 0
-
-
-class _SlotPool:
-    def __init__(self, slots: list[_Slot]) -> None:
-        self._free = list(slots)
-        self._size = len(slots)
-        self._ready = threading.Condition()
-        self.closed_because = ""  # set by close_all: what a caller is told instead of a slot
-
-    def acquire(self, prompt_ids: list[int]) -> _Slot:
-        """The free slot whose cache shares the longest prefix with `prompt_ids` (waits for one). A
-        prompt that continues no cache (a reader or Planner prompt between an Executor's turns) takes
-        the slot that is cheapest to lose, so the Executor's conversation stays cached."""
-        with self._ready:
-            while not self._free and not self.closed_because:
-                self._ready.wait()
-            if self.closed_because:
-                raise LLMError(self.closed_because)
-            now = time.monotonic()
-            shared = {id(slot): _common_prefix(slot.tokens, prompt_ids) for slot in self._free}
-            best = max(self._free, key=lambda slot: shared[id(slot)])
-            if shared[id(best)] < USEFUL_PREFIX_TOKENS:
-                best = min(self._free, key=lambda slot: slot.keep_value(now))
-            self._free.remove(best)
-            return best
-
-    def release(self, slot: _Slot) -> None:
-        with self._ready:
-            slot.last_used = time.monotonic()
-            self._free.append(slot)
-            self._ready.notify()
-
-    def close_all(self, reason: str) -> None:
-        """Wait until every slot is back (no call is decoding in one), then refuse further calls."""
-        with self._ready:
-            while len(self._free) < self._size:
-                self._ready.wait()
-            self._free = []
-            self.closed_because = reason
-            self._ready.notify_all()
-
-
-def _free_sibling(lib, slots: list[_Slot], adapter) -> None:
+def _free_sibling(lib, slots: list[Slot], adapter) -> None:
     """An adapter sibling's native memory: its contexts and batches, then its adapter (weakref.finalize
     runs this at most once; it must not refer to the sibling)."""
     for slot in slots:
@@ -109,46 +56,7 @@ def _free_sibling(lib, slots: list[_Slot], adapter) -> None:
     lib.llama_adapter_lora_free(adapter)
 
 
-class _ComputeGate:
-    """At most `width` holders at once, admitted in the order they asked. A plain semaphore lets the
-    thread that just released take it straight back, so one user's token loop would starve the rest."""
-
-    def __init__(self, width: int) -> None:
-        self._free = width
-        self._waiting: deque[threading.Event] = deque()
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._free and not self._waiting:
-                self._free -= 1
-                return
-            turn = threading.Event()
-            self._waiting.append(turn)
-        turn.wait()  # the releasing holder handed its place to this waiter
-
-    def __exit__(self, *exc) -> None:
-        with self._lock:
-            if self._waiting:
-                self._waiting.popleft().set()
-            else:
-                self._free += 1
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
-
-
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max()
-    return shifted - np.log(np.exp(shifted).sum())
-
-
-class LlamaCppChatModel(InProcessChatModel):
+class LlamaCppChatModel(TemplatePrompts, SlotDecoding, InProcessChatModel):
     supports_images = False  # callers put an image caption in the text; the "image" key is ignored
     supports_logprobs = True
 
@@ -192,14 +100,14 @@ class LlamaCppChatModel(InProcessChatModel):
         self.gguf_path = gguf_path
         self.threads = threads
         # Shared with adapter siblings (copy.copy): they compute on the same cores.
-        self._compute = _ComputeGate(max(1, cores // threads))
+        self._compute = ComputeGate(max(1, cores // threads))
         self.repetition_penalty = repetition_penalty
         self.context_length = context_tokens
         self.batch_tokens = batch_tokens
         self._model = self._llama._model
         self._vocab_size = self._llama.n_vocab()
         metadata = read_gguf_metadata(gguf_path)
-        self._template = _compile_template(metadata.get("tokenizer.chat_template"), gguf_path)
+        self._template = compile_template(metadata.get("tokenizer.chat_template"), gguf_path)
         tokens = metadata.get("tokenizer.ggml.tokens") or []
         self._bos = tokens[self._model.token_bos()] if 0 <= self._model.token_bos() < len(tokens) else ""
         self._eos = tokens[self._model.token_eos()] if 0 <= self._model.token_eos() < len(tokens) else ""
@@ -211,18 +119,18 @@ class LlamaCppChatModel(InProcessChatModel):
         self.traits = ModelTraits(small=is_small, guided_turns=True, context_tokens=context_tokens,
                                   executor_turns=8 if is_small else 4)
         self.adapter_path: Path | None = None
-        self._set_slots([_Slot(self._llama._ctx, self._llama._batch)] + [self._new_slot() for _ in range(slots - 1)], seed)
+        self._set_slots([Slot(self._llama._ctx, self._llama._batch)] + [self._new_slot() for _ in range(slots - 1)], seed)
 
-    def _new_slot(self) -> _Slot:
+    def _new_slot(self) -> Slot:
         from llama_cpp import _internals as internals
 
         context = internals.LlamaContext(model=self._model, params=self._llama.context_params, verbose=False)
         batch = internals.LlamaBatch(n_tokens=self.batch_tokens, embd=0, n_seq_max=1, verbose=False)
-        return _Slot(context, batch)
+        return Slot(context, batch)
 
-    def _set_slots(self, slot_list: list[_Slot], seed: int) -> None:
+    def _set_slots(self, slot_list: list[Slot], seed: int) -> None:
         self._slots = slot_list  # kept alive with the model
-        self._pool = _SlotPool(slot_list)
+        self._pool = SlotPool(slot_list)
         self._stats_lock = threading.Lock()
         self.prompt_tokens_total = 0
         self.prompt_tokens_cached = 0
@@ -310,7 +218,7 @@ class LlamaCppChatModel(InProcessChatModel):
         try:
             tokens = self._next_tokens(slot, prompt_ids, budget, temperature, logprobs)
             if sampled is not None:
-                tokens = _recorded(tokens, sampled)
+                tokens = recorded(tokens, sampled)
             decoded = collect_text(tokens, decode=self._detokenize, end_ids=self._is_turn_end, stops=stops,
                                    emit=emit, cancelled=cancelled)
         finally:
@@ -337,154 +245,21 @@ class LlamaCppChatModel(InProcessChatModel):
             )
         slot = self._pool.acquire(prompt_ids)
         try:
-            first = _log_softmax(self._feed(slot, prompt_ids))
+            first = log_softmax(self._feed(slot, prompt_ids))
             scored = []
             for ids in option_ids:
                 dists = [first]
                 if len(ids) > 1:
                     rows = self._feed(slot, prompt_ids + ids[:-1], all_new=True, is_prompt=False)
-                    dists += [_log_softmax(row) for row in rows]
+                    dists += [log_softmax(row) for row in rows]
                 scored.append([self._token_logprob(d, t, top_logprobs) for d, t in zip(dists, ids)])
         finally:
             self._pool.release(slot)
         return scored
 
-    # ---- prompts ------------------------------------------------------------------------------
-
-    def prompt_ids(self, messages: list[dict], prefill: str = "") -> list[int]:
-        """The chat template's markup as special tokens, every message's text (and the prefill) as plain text."""
-        check_messages(messages)
-        contents = [m["content"] for m in messages]
-        plain = [{"role": m["role"], "content": _SENTINEL.format(i)} for i, m in enumerate(messages)]
-        rendered = self._template.render(messages=plain, add_generation_prompt=True,
-                                         bos_token=self._bos, eos_token=self._eos)
-        ids: list[int] = []
-        for index, content in enumerate(contents):
-            marker = _SENTINEL.format(index)
-            head, found, rendered = rendered.partition(marker)
-            if not found:
-                raise LLMError(f"The chat template of {self.gguf_path.name} dropped message {index}; use another model file.")
-            ids += self._tokenize(head, special=True) + self._tokenize(content, special=False)
-        return ids + self._tokenize(rendered, special=True) + self._tokenize(prefill, special=False)
-
-    def _continuation_ids(self, messages: list[dict], prefill: str, prompt_ids: list[int], option: str) -> list[int]:
-        """The tokens of `option` after the prompt as the tokenizer splits prefill+option; if a merge
-        crosses the boundary, the option tokenised on its own."""
-        joined = self.prompt_ids(messages, prefill + option)
-        if joined[: len(prompt_ids)] == prompt_ids and len(joined) > len(prompt_ids):
-            return joined[len(prompt_ids):]
-        return self._tokenize(option, special=False)
-
-    def _tokenize(self, text: str, *, special: bool) -> list[int]:
-        if not text:
-            return []
-        return self._model.tokenize(text.encode("utf-8"), False, special)
-
-    def _detokenize(self, ids: list[int]) -> str:
-        return self._model.detokenize(ids, special=False).decode("utf-8", errors="replace")
-
-    @lru_cache(maxsize=None)
-    def _is_turn_end(self, token_id: int) -> bool:
-        return bool(self._llama_cpp.llama_vocab_is_eog(self._model.vocab, token_id))
-
-    # ---- decoding -----------------------------------------------------------------------------
-
-    def _feed(self, slot: _Slot, ids: list[int], *, all_new: bool = False, is_prompt: bool = True) -> np.ndarray:
-        """Bring the slot's cache to `ids`, re-reading only what follows the cached prefix. Returns the
-        logits after the last token, or (all_new) one row per token read here. `is_prompt`: counted in
-        cache_stats (a generated token fed back is not a prompt)."""
-        keep = _common_prefix(slot.tokens, ids)
-        if keep == len(ids):
-            keep -= 1  # the last token runs again: its logits are what the caller needs
-        if not slot.context.kv_cache_seq_rm(-1, keep, -1):
-            slot.context.kv_cache_clear()
-            keep = 0
-        del slot.tokens[keep:]
-        new = ids[keep:]
-        if is_prompt:
-            slot.reused = keep
-            with self._stats_lock:
-                self.prompt_tokens_total += len(ids)
-                self.prompt_tokens_cached += keep
-        rows = []
-        for start in range(0, len(new), self.batch_tokens):
-            chunk = new[start:start + self.batch_tokens]
-            slot.batch.set_batch(batch=chunk, n_past=len(slot.tokens), logits_all=all_new)
-            with self._compute:
-                slot.context.decode(slot.batch)
-            slot.tokens.extend(chunk)
-            if all_new:
-                rows += [self._logits(slot, i) for i in range(len(chunk))]
-        return np.stack(rows) if all_new else self._logits(slot, -1)
-
-    def _logits(self, slot: _Slot, index: int) -> np.ndarray:
-        pointer = slot.context.get_logits_ith(index)
-        return np.ctypeslib.as_array(pointer, shape=(self._vocab_size,)).astype(np.float32)
-
-    def _penalise_repeats(self, logits: np.ndarray, generated: list[int]) -> np.ndarray:
-        # Only the model's own output is penalised: copying names from the prompt must stay cheap.
-        if self.repetition_penalty == 1.0 or not generated:
-            return logits
-        index = np.array(sorted(set(generated)))
-        logits = logits.copy()
-        chosen = logits[index]
-        logits[index] = np.where(chosen > 0, chosen / self.repetition_penalty, chosen * self.repetition_penalty)
-        return logits
-
-    def _next_tokens(
-        self, slot: _Slot, prompt_ids: list[int], budget: int, temperature: float, top_k: int | None
-    ) -> Iterator[tuple[int, TokenLogprob | None]]:
-        logits = self._feed(slot, prompt_ids)
-        generated: list[int] = []
-        for _ in range(budget):
-            scores = self._penalise_repeats(logits, generated)
-            if temperature > 0:
-                scaled = scores / temperature
-                probabilities = np.exp(scaled - scaled.max())
-                probabilities /= probabilities.sum()
-                token_id = int(self._rng.choice(len(probabilities), p=probabilities))
-            else:
-                token_id = int(np.argmax(scores))
-            detail = self._token_logprob(_log_softmax(logits), token_id, top_k) if top_k is not None else None
-            yield token_id, detail
-            generated.append(token_id)
-            logits = self._feed(slot, slot.tokens + [token_id], is_prompt=False)
-
-    def _token_logprob(self, dist: np.ndarray, token_id: int, top_k: int) -> TokenLogprob:
-        top: list[tuple[str, float]] = []
-        if top_k:
-            best = np.argpartition(-dist, top_k)[:top_k]
-            best = best[np.argsort(-dist[best])]
-            top = [(self._detokenize([int(i)]), float(dist[i])) for i in best]
-        return TokenLogprob(token=self._detokenize([token_id]), logprob=float(dist[token_id]), top=top)
-
-    def cache_stats(self) -> dict[str, int]:
-        """Prompt tokens asked for and how many of them the slots' caches already held."""
-        with self._stats_lock:
-            return {"prompt_tokens": self.prompt_tokens_total, "cached_tokens": self.prompt_tokens_cached}
-
-
-def _compile_template(source: object, gguf_path: Path):
-    if not isinstance(source, str) or not source.strip():
-        raise LLMError(f"{gguf_path.name} carries no chat template; use a chat (instruct) model's GGUF.")
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    def raise_exception(message: str) -> None:
-        raise LLMError(f"The chat template of {gguf_path.name} refused the conversation: {message}")
-
-    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    environment.globals["raise_exception"] = raise_exception
-    return environment.from_string(source)
-
 
 _loaded: dict[tuple, LlamaCppChatModel] = {}
 _loaded_lock = threading.Lock()
-
-
-def _recorded(tokens: Iterator[tuple[int, TokenLogprob | None]], sampled: list[int]):
-    for token_id, detail in tokens:
-        sampled.append(token_id)
-        yield token_id, detail
 
 
 def get_llamacpp_model(gguf_path: Path, **settings) -> LlamaCppChatModel:

@@ -9,7 +9,8 @@ import pytest
 
 from backend.llm.base import ChatModel, Completion, LLMError
 from backend.llm.gguf_import import default_gguf_path, load_gguf_tokenizer
-from backend.llm.llamacpp import LlamaCppChatModel, _ComputeGate, get_llamacpp_model
+from backend.llm.llamacpp import LlamaCppChatModel, get_llamacpp_model
+from backend.llm.llamacpp_slots import ComputeGate
 from tests.waiting import wait_until
 
 CHAT = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name three colours."}]
@@ -156,7 +157,7 @@ def test_a_prompt_that_continues_no_cache_does_not_evict_a_conversation(model):
 
 
 def test_the_compute_gate_admits_its_width_at_once_and_waiters_in_the_order_they_came():
-    gate = _ComputeGate(1)
+    gate = ComputeGate(1)
     admitted: list[int] = []
     gate.__enter__()  # held by this thread
     waiters = []
@@ -171,7 +172,7 @@ def test_the_compute_gate_admits_its_width_at_once_and_waiters_in_the_order_they
     for thread in waiters:
         thread.join(timeout=10)
     assert admitted == [0, 1, 2]
-    wide = _ComputeGate(2)
+    wide = ComputeGate(2)
     wide.__enter__()
     entered = threading.Event()
     threading.Thread(target=lambda: (wide.__enter__(), entered.set()), daemon=True).start()
@@ -181,7 +182,7 @@ def test_the_compute_gate_admits_its_width_at_once_and_waiters_in_the_order_they
 def test_a_holder_that_releases_and_asks_again_goes_behind_the_waiter():
     """One user's token loop releases the gate and asks again at once; the other user must get the
     next turn, or the first would hold the cores for its whole generation."""
-    gate = _ComputeGate(1)
+    gate = ComputeGate(1)
     order: list[str] = []
     gate.__enter__()
     other = threading.Thread(target=lambda: (gate.__enter__(), order.append("other"), gate.__exit__()))
