@@ -29,7 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.followup_pairs import TRAIN_FILES, _base  # noqa: E402
+from benchmarks.followup_pairs import TRAIN_FILES  # noqa: E402
+from benchmarks.followup_pairs_rule import _base  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / ".mia" / "edited-plans"

@@ -11,8 +11,8 @@ import pytest
 
 from benchmarks.edited_plans import bridge_title, person_edit, questions, run_questions
 from benchmarks.edited_plans import table as edited_table
-from benchmarks.followup_pairs import (HAND_PAIRS, REPO, TRAIN_FILES, HandPairError, build_pairs, hand_pairs,
-                                       run_pairs, table)
+from benchmarks.followup_pairs import HAND_PAIRS, REPO, TRAIN_FILES, build_pairs, run_pairs, table
+from benchmarks.followup_pairs_hand import HandPairError, hand_pairs
 from backend.follow_up import Thread, ThreadTurn, rewrite
 from backend.replay import replay
 
