@@ -30,8 +30,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from memory_db import MemoryStore  # noqa: E402
+from training.ttrl.atomic_files import write_json_atomically  # noqa: E402
 from training.ttrl.signals import Signal, signal_of_entry  # noqa: E402
-from training.ttrl.versions import write_json_atomically  # noqa: E402
 
 QUEUE_ROWS = 1_000
 

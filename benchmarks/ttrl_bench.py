@@ -167,7 +167,8 @@ def main() -> None:
     os.environ.setdefault("MIA_SEARCH_HYBRID", "false")
 
     from training.ttrl.stream import versions_table
-    from training.ttrl.versions import PROMOTED, VersionStore
+    from training.ttrl.version_folder import PROMOTED
+    from training.ttrl.versions import VersionStore
 
     if not args.skip_learning:
         result = learn(args, out)

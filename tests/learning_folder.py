@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.ttrl.versions import ADAPTER, PROMOTED, Version, VersionStore
+from training.ttrl.version_folder import ADAPTER, PROMOTED, Version
+from training.ttrl.versions import VersionStore
 
 
 def write_adapter(folder: Path, model_dir: Path, seed: int) -> Path:

@@ -37,7 +37,7 @@ WARM_ROWS_FILE = "warm.jsonl"
 MEMORY_FILE = "memory.sqlite"
 RUNS_FOLDER = "runs"
 MEMORY_FROM_FILE = "memory_from.json"  # what was copied in: the source folder and the run ids behind its memories
-VERSION_ADAPTER = "adapter"  # a Planner version folder's peft LoRA (training.ttrl.versions.ADAPTER)
+VERSION_ADAPTER = "adapter"  # a Planner version folder's peft LoRA (training.ttrl.version_folder.ADAPTER)
 VERSION_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")  # what peft saves, newest format first
 
 

@@ -3,7 +3,7 @@ file, or loaded into an OpenAI-compatible server (vLLM's runtime LoRA endpoint,
 ``POST <base_url>/load_lora_adapter``; start vLLM with ``--enable-lora`` and
 ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``) and asked for by a name unique to its content.
 
-A version is anything with ``name``, ``adapter_dir`` and ``adapter_path`` (training.ttrl.versions.Version).
+A version is anything with ``name``, ``adapter_dir`` and ``adapter_path`` (training.ttrl.version_folder.Version).
 """
 
 from __future__ import annotations

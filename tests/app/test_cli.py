@@ -104,7 +104,8 @@ def test_an_ask_answers_with_the_promoted_planner_while_the_learner_gives_way(
     from memory_db import MemoryStore
     from tests.conftest import worker_config_file
     from training.ttrl.live import learning_root
-    from training.ttrl.versions import PROMOTED, Version, VersionStore
+    from training.ttrl.version_folder import PROMOTED, Version
+    from training.ttrl.versions import VersionStore
 
     path = worker_config_file(tmp_path, tiny_model_dir, REPO_ROOT / ".mia" / "test-cache" / "index", worker="external")
     config = load_config(path, environ={})

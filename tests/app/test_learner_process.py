@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.learning_signals import learning_state_line
 from app.learning_tab import load_learning, pause_learning, queue_view, resume_learning
-from app.research_tab import learning_state_line
 from app.session import AppContext
 from app.ui import start_learning
 from backend.agent import RunRequest
@@ -27,7 +27,8 @@ from tests.waiting import wait_until
 from training.ttrl import Signal
 from training.ttrl.remote import RemoteLearner
 from training.ttrl.supervisor import WorkerSupervisor
-from training.ttrl.versions import PROMOTED, Version, VersionStore
+from training.ttrl.version_folder import PROMOTED, Version
+from training.ttrl.versions import VersionStore
 
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from app.auth import User, UserDirectory
+from app.learning_signals import feedback_changes, learning_state_line, queue_for_learning
 from app.learning_tab import load_learning, pause_learning, resume_learning, rollback_learning
-from app.research_tab import feedback_changes, learning_state_line, queue_for_learning
 from app.session import AppContext
 from app.transcript import RunTranscript
 from backend.agent import RunRequest
@@ -150,7 +150,7 @@ def test_status_versions_signals_and_admin_only_controls(learning_runtime, learn
     assert learner.versions.current().number == 0 and versions[-1][0] == "v0000 ◀ current"
     assert rt.agent.models["planner"] is not promoted_planner and "v0001" not in rt.agent.models["planner"].name
 
-    from training.ttrl.versions import REJECTED, Version
+    from training.ttrl.version_folder import REJECTED, Version
 
     learner.versions.record(Version(2, status=REJECTED, parent=1, note="did worse on the canary"))
     message, _, versions = rollback_learning(ctx, 2, as_user("root"))
@@ -196,7 +196,8 @@ def test_the_view_names_the_version_answering_now_as_its_table_does(learning_run
 
     from tests.learning_folder import write_adapter
     from training.ttrl.live import learning_root, worker_handle
-    from training.ttrl.versions import ADAPTER, PROMOTED, Version, VersionStore
+    from training.ttrl.version_folder import ADAPTER, PROMOTED, Version
+    from training.ttrl.versions import VersionStore
 
     rt = learning_runtime
     ctx = AppContext(rt, learner=worker_handle(rt))  # no worker runs: the versions come from the shared folder

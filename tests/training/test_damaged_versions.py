@@ -14,7 +14,8 @@ from memory_db import MemoryStore
 from tests.learning_folder import DAMAGES, two_promoted_versions, write_adapter
 from tests.training.conftest import CANARY, QUESTIONS
 from training.ttrl import TestTimeLearner
-from training.ttrl.versions import ADAPTER, PROMOTED, Version, VersionStore
+from training.ttrl.version_folder import ADAPTER, PROMOTED, Version
+from training.ttrl.versions import VersionStore
 
 
 @pytest.mark.parametrize("damage", DAMAGES.values(), ids=DAMAGES.keys())

@@ -149,7 +149,7 @@ def test_the_fast_sampler_is_the_planner_backends_entry_in_the_registry(monkeypa
     from backend.config import ConfigError, load_config
     from backend.llm import registry
     from training.ttrl.live import fast_sampler_for
-    from training.ttrl.versions import Version
+    from training.ttrl.version_folder import Version
 
     from tests.backend.scripted_model import ScriptedChatModel
 

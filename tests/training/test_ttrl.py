@@ -23,7 +23,8 @@ from training.ttrl import Signal, SignalError, TestTimeLearner, signal_from_feed
 from training.ttrl.budget import RolloutBudget
 from training.ttrl.rollouts import ScoredRollout, consolidate, shortest_correct_and_one_incorrect
 from training.ttrl.signals import SignalGrader
-from training.ttrl.versions import REJECTED, Version, VersionError, VersionStore
+from training.ttrl.version_folder import REJECTED, Version
+from training.ttrl.versions import VersionError, VersionStore
 
 from tests.training.conftest import CANARY, QUESTIONS
 

@@ -3,7 +3,8 @@ GRPO updates of the Planner's LoRA, promoted through a canary, in a background w
 
 from training.ttrl.learner import LearnerStatus, TestTimeLearner
 from training.ttrl.signals import Signal, SignalError, signal_from_feedback
-from training.ttrl.versions import Version, VersionStore
+from training.ttrl.version_folder import Version
+from training.ttrl.versions import VersionStore
 
 __all__ = [
     "LearnerStatus",

@@ -65,7 +65,9 @@ from training.ttrl.rft import FEEDBACK_PREFIX, plan_sample, rft_update, successf
 from training.ttrl.selection import Rollouts, select_reported
 from training.ttrl.rollouts import SignalOutcome, consolidate, memory_context, rollout_stats, run_rollouts
 from training.ttrl.signals import Signal, SignalGrader, queued_signals, signal_of_entry
-from training.ttrl.versions import ADAPTER, PROMOTED, REJECTED, Version, VersionStore, write_atomically, write_json_atomically
+from training.ttrl.atomic_files import write_atomically, write_json_atomically
+from training.ttrl.version_folder import ADAPTER, PROMOTED, REJECTED, Version
+from training.ttrl.versions import VersionStore
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from training.ttrl.learner import TestTimeLearner
 from training.ttrl.memory_fit import MemoryNeed, learner_need, require_memory
 from training.ttrl.remote import RemoteLearner
 from training.ttrl.supervisor import WorkerSupervisor
-from training.ttrl.versions import Version
+from training.ttrl.version_folder import Version
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,8 @@ from memory_db import LearnerLease
 from training.ttrl.learner import LearnerStatus
 from training.ttrl.signals import queued_signals
 from training.ttrl.supervisor import WorkerSupervisor
-from training.ttrl.versions import Version, VersionStore
+from training.ttrl.version_folder import Version
+from training.ttrl.versions import VersionStore
 from training.ttrl.worker import APP_PID_VARIABLE
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 from backend.eval.datasets import EvalQuestion
 from training.ttrl.learner import TestTimeLearner
 from training.ttrl.signals import Signal
-from training.ttrl.versions import Version
+from training.ttrl.version_folder import Version
 
 
 def submit_new(learner: TestTimeLearner, questions: list[EvalQuestion], *, namespace: str) -> int:

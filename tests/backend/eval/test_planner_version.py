@@ -18,7 +18,7 @@ from backend.eval.spec import (ROWS_FILE, EvalError, EvalSpec, check_or_write_ma
 from backend.events import PlanReady
 from backend.eval.results import ResultsFile
 from tests.learning_folder import write_adapter
-from training.ttrl.versions import ADAPTER, ADAPTER_WEIGHTS
+from training.ttrl.version_folder import ADAPTER, ADAPTER_WEIGHTS
 
 from .conftest import DEV
 
