@@ -18,8 +18,8 @@ from app.report import cited_passage, retrieved_passages, source_label
 from app.image_view import image_passage
 from backend.answer_match import answer_contains
 from backend.events import Event, HopAnswered, TextDelta
-from backend.evidence import choice_options, named_phrases
 from backend.feedback_queue import FeedbackItem
+from backend.question import Question
 from backend.replay import RunRecord, replay
 
 NUMBER = re.compile(r"^[-+]?[$€£]?\d[\d,.\s]*%?$")
@@ -112,10 +112,9 @@ def unit_of(answer: str, sentences: Sequence[str]) -> str:
     return ""
 
 
-def about(question: str, answer: str) -> str:
+def about(question: Question, answer: str) -> str:
     """What the question is about, in words: its named things (the answer left out), else ''."""
-    options = choice_options(question)
-    named = options or [p for p in named_phrases(question) if not answer_contains(p, answer)]
+    named = list(question.choices) or [p for p in question.names if not answer_contains(p, answer)]
     named = [n for n in dict.fromkeys(named) if n]
     if not named:
         return ""
@@ -127,9 +126,9 @@ def answer_sentence(question: str, answer: str, cited: Sequence[str]) -> str:
     full stop: the citations go before it)."""
     unit = unit_of(answer, cited)
     value = f"{answer} {unit}" if unit else answer
-    subject = about(question, answer)
-    options = choice_options(question)
-    if options:
+    asked = Question.parse(question)  # the run's question as its record holds it
+    subject = about(asked, answer)
+    if asked.choices:
         return f"Of {subject}, the answer is {value}"
     return f"The answer about {subject} is {value}" if subject else f"The answer is {value}"
 

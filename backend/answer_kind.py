@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from backend.answer_match import shares_a_word
-from backend.evidence import choice_options, is_yes_no_question
 from backend.gazetteer import countries_in, is_also_a_city, is_country, is_us_state, states_in
 from backend.hops import asked_kind
+
+if TYPE_CHECKING:
+    from backend.question import Question
 
 COUNTRY, NATIONALITY, STATE, CITY = "country", "nationality", "state", "city"
 PERSON, PLACE, DATE, NUMBER = "person", "place", "date", "number"
@@ -45,16 +48,17 @@ class AnswerKind:
     options: tuple[str, ...] = ()
 
 
-def kind_asked(question: str) -> AnswerKind | None:
-    """What `question` asks for, or None when its words do not say (a bare "what")."""
-    options = choice_options(question)
-    if options:
-        return AnswerKind(OPTION, tuple(options))
-    if is_yes_no_question(question):
+def kind_asked(question: Question) -> AnswerKind | None:
+    """What `question` asks for, or None when its words do not say (a bare "what"); Question.kind."""
+    if question.choices:
+        return AnswerKind(OPTION, question.choices)
+    if question.yes_no:
         return AnswerKind(YES_NO)
-    if _AMOUNT.match(question):
+    if _AMOUNT.match(question.text):
         return AnswerKind(NUMBER)
-    asked = asked_kind(re.sub(r"\bU\.\s?S\.(?:\s?A\.)?", "US", question))
+    # "U.S." ends asked_kind's phrase at its full stop: its wording with "US" is asked again.
+    us = re.sub(r"\bU\.\s?S\.(?:\s?A\.)?", "US", question.text)
+    asked = question.asks_for if us == question.text else asked_kind(us)
     if not asked:
         return None
     if asked[0] in _CLASS_KINDS:
@@ -135,10 +139,10 @@ def is_of_kind(kind: AnswerKind, answer: str) -> bool:
     return True
 
 
-def kind_problem(question: str, answer: str) -> str | None:
+def kind_problem(question: Question, answer: str) -> str | None:
     """Why `answer` is not of the kind `question` asks for, as "found a state, Pennsylvania; not a
     country", or None (of that kind, or the checks cannot tell)."""
-    kind = kind_asked(question)
+    kind = question.kind
     if kind is None or not answer.strip() or is_of_kind(kind, answer):
         return None
     return not_of_kind_answer(kind, answer)

@@ -44,15 +44,15 @@ from backend.planner import Planner
 from backend.prompts.manager import (
     IMAGE_TEXT_MAX_CHARS, IMAGE_TEXT_TITLE, LOOKS_LIKE, caption_messages, caption_with_ocr, image_text_passage,
 )
-from backend.evidence import closed_options, named_phrases, shares_a_question_word, stating_sentence, without_question_frame
-from backend.answer_kind import (OPTION, YES_NO, is_of_kind, kind_asked, not_of_kind_answer, says_not_of_kind, span_of_kind,
-                                 what_it_is)
+from backend.evidence import shares_a_question_word, stating_sentence, without_question_frame
+from backend.answer_kind import OPTION, YES_NO, is_of_kind, not_of_kind_answer, says_not_of_kind, span_of_kind, what_it_is
 from backend.hops import (Hop, answering_hop, fill, hops_from, restates_its_subject, subjects_of, weakest,
                           worked_examples_shown, yes_no_answer)
 from backend.image_gaps import gap_query, image_heading
 from backend.follow_up import FollowUpContext
 from backend.inputs import InputError
 from backend.plan_review import PERSON, PlanDraft, plan_text
+from backend.question import Question
 from backend.taught import TaughtAnswer, evidence_queries, recall, taught_fields
 from backend.tools.base import Tool, offered_tools, tool_names_line
 from backend.tools.text_ranking import tokenize
@@ -183,7 +183,8 @@ class EpisodeLoop:
     ) -> None:
         """`models`: a ChatModel per role (backend.episode.ROLES; the manager's only with a store).
         `judge`: grade(question, answer, gold) and evaluate_without_ground_truth(question, answer,
-        passages), both returning a backend.judge.Verdict; None = the app's Judge on the judge role's
+        passages), both given the run's backend.question.Question and returning a backend.judge.Verdict;
+        None = the app's Judge on the judge role's
         model (a small one may not call an answer correct that shares no word with the gold one).
         `stop_requested`: polled before every model call; once true the run ends with the answer so far."""
         self.meter = meter or RunMeter()
@@ -265,6 +266,7 @@ class EpisodeLoop:
             raise InputError(f"The method {method.name!r} does not plan: research with one that does (mia) to review its plan.")
         planner = Planner(self.models["planner"], max_new_tokens=s.planner_max_new_tokens)
         caption, _ = self._caption(episode)
+        asked = Question.parse(question, image_text=self._image_text)
         successful: list[dict] = []
         failed: list[dict] = []
         if method.uses_memory and self.store is not None:
@@ -272,7 +274,7 @@ class EpisodeLoop:
             successful, failed = self._retrieve(episode, manager, caption)
         first_planner = self._first_planner(planner, successful, failed)
         if s.plan_shape == "subquestions":
-            blueprint = first_planner.decompose(question, worked_examples_shown(successful, failed), caption)
+            blueprint = first_planner.decompose(asked, worked_examples_shown(successful, failed), caption)
         else:
             run_tools = offered_tools(self.tools, has_image=bool(episode.image), namespace=episode.namespace)
             blueprint = first_planner.plan(question, method.planner_text(successful, failed),
@@ -299,22 +301,24 @@ class EpisodeLoop:
         yield RunFinished(self.run_id, answer=answer, stats=self.meter.snapshot(), stopped=True)
 
     def _run(self, episode: EpisodeInput) -> Iterator[Event]:
-        s, method, run_id, question = self.settings, self.method, self.run_id, episode.question
+        s, method, run_id = self.settings, self.method, self.run_id
         planner = Planner(self.models["planner"], max_new_tokens=s.planner_max_new_tokens)
         manager = (Manager(self.models["manager"], self.store, summary_max_words=s.summary_max_words)
                    if self.store is not None else None)
         deadline = time.monotonic() + s.max_seconds
         caption, caption_source = self._caption(episode)
-        yield RunStarted(run_id, question=question, namespace=episode.namespace, image=episode.image,
+        # The question is parsed here, once; every role, tool and judge of the run is handed this value.
+        question = Question.parse(episode.question, image_text=self._image_text)
+        yield RunStarted(run_id, question=question.text, namespace=episode.namespace, image=episode.image,
                          caption=caption, caption_source=caption_source, ground_truth=episode.ground_truth,
-                         image_text=self._image_text[:IMAGE_TEXT_MAX_CHARS] or None,
+                         image_text=question.image_text[:IMAGE_TEXT_MAX_CHARS] or None,
                          follow_up=episode.follow_up.to_dict() if episode.follow_up is not None else None)
 
         successful: list[dict] = []
         failed: list[dict] = []
         taught = None
         if method.uses_memory and manager is not None and episode.memory_text is None:
-            recalled = recall(self.store, question, episode.namespace, min_similarity=s.taught_min_similarity,
+            recalled = recall(self.store, question.text, episode.namespace, min_similarity=s.taught_min_similarity,
                               caption=caption)
             # A person's plan is researched as written: an answer taught for the question does not replace it.
             taught = recalled.taught if episode.plan_source != PERSON else None
@@ -326,13 +330,13 @@ class EpisodeLoop:
         outcome = self.outcome = EpisodeOutcome(taught=taught)
         from_thread = False
         if taught is None and episode.follow_up is not None and episode.follow_up.passages and episode.plan_steps is None:
-            from_thread = yield from self._answer_from_thread(episode, caption, run_tools)
+            from_thread = yield from self._answer_from_thread(episode, question, caption, run_tools)
         if taught is not None:
-            yield from self._from_taught(episode, taught, caption, run_tools)
+            yield from self._from_taught(episode, question, taught, caption, run_tools)
         elif from_thread:
             pass  # answered from what the thread found before: nothing more to research
         else:
-            yield from self._research(episode, planner, successful, failed, caption, run_tools, deadline)
+            yield from self._research(episode, question, planner, successful, failed, caption, run_tools, deadline)
         if taught is None and not outcome.from_image_text and outcome.session is not None:
             yield from self._of_the_kind_asked(question, deadline)
         answer = outcome.answer
@@ -345,9 +349,9 @@ class EpisodeLoop:
             verdict = image_text_verdict(IMAGE_TEXT_TITLE)
         else:
             verdict = self.judge.evaluate_without_ground_truth(question, answer, outcome.session.passages)
-        yield from self._finish(episode, outcome, verdict, manager, caption, successful + failed)
+        yield from self._finish(episode, question, outcome, verdict, manager, caption, successful + failed)
 
-    def _of_the_kind_asked(self, question: str, deadline: float) -> Iterator[Event]:
+    def _of_the_kind_asked(self, question: Question, deadline: float) -> Iterator[Event]:
         """An answer of another kind than the question asks for (backend.answer_kind: "Pennsylvania", a
         state, for "In which country ...?") is not given as the answer. The place it names is searched
         once more (its page names the country it is in), the answer is read again, told that it is not
@@ -356,7 +360,7 @@ class EpisodeLoop:
         When none is found, the answer says what was found and that it is not what was asked."""
         outcome = self.outcome
         session, answer = outcome.session, outcome.answer
-        kind = kind_asked(question)
+        kind = question.kind
         if kind is None or not answer.strip() or is_of_kind(kind, answer) or says_not_of_kind(answer):
             return
         found = what_it_is(answer) or "an answer of another kind"
@@ -370,7 +374,7 @@ class EpisodeLoop:
         again = ""
         if kind.name not in (OPTION, YES_NO) and not session.limit_reached(deadline):
             again = yield from session.read_again(question, not_this=answer)
-        if again and is_of_kind(kind, again) and stating_sentence(again, question, session.passages):
+        if again and is_of_kind(kind, again) and stating_sentence(again, question.text, session.passages):
             better, how = again, f"read again: {again!r}"
         else:
             beside = [(span, f"{title}: {sentence}") for title, sentence in session.sentences_naming(answer)
@@ -386,16 +390,16 @@ class EpisodeLoop:
         yield from session.report_steps()
         outcome.answer = better
 
-    def _research(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
-                  caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
+    def _research(self, episode: EpisodeInput, question: Question, planner: Planner, successful: list[dict],
+                  failed: list[dict], caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
         """Plan, execute, reflect and replan: the answer goes to `self.outcome`."""
-        s, method, run_id, question, outcome = self.settings, self.method, self.run_id, episode.question, self.outcome
-        if s.image_text_first and method.plans and self._image_text and episode.plan_steps is None:
-            answered = yield from self._answer_from_image_text(episode, caption, run_tools)
+        s, method, run_id, outcome = self.settings, self.method, self.run_id, self.outcome
+        if s.image_text_first and method.plans and question.image_text and episode.plan_steps is None:
+            answered = yield from self._answer_from_image_text(episode, question, caption, run_tools)
             if answered:
                 return
         if s.plan_shape == "subquestions" and (method.plans or episode.plan_steps is not None):
-            yield from self._research_by_hops(episode, planner, successful, failed, caption, run_tools, deadline)
+            yield from self._research_by_hops(episode, question, planner, successful, failed, caption, run_tools, deadline)
             return
         steps_done: list[str] = []
         if episode.plan_steps is not None:
@@ -406,7 +410,7 @@ class EpisodeLoop:
             first_planner = self._first_planner(planner, successful, failed)
             memories_text = episode.memory_text if episode.memory_text is not None else method.planner_text(successful, failed)
             tools_text = tool_names_line(run_tools.values())
-            blueprint = first_planner.plan(question, memories_text, tools_text, caption)
+            blueprint = first_planner.plan(question.text, memories_text, tools_text, caption)
             plan = PlanReady(run_id, text=blueprint.text, steps=blueprint.steps, recovered=blueprint.recovered,
                              planner_model=f"{first_planner.model.role}: {first_planner.model.name}")
             outcome.plans.append(plan)
@@ -414,7 +418,7 @@ class EpisodeLoop:
             steps_done = list(blueprint.steps)
         outcome.first_plan_step_count = len(steps_done)
 
-        session = outcome.session = self._session(episode, run_tools)
+        session = outcome.session = self._session(episode, question, run_tools)
         session.start(question, steps_done, self._executor_caption(caption), context=method.executor_notes(successful, failed))
         yield from session.run(question, max_turns=s.max_turns, deadline=deadline)
         outcome.first_answer = session.answer
@@ -423,13 +427,13 @@ class EpisodeLoop:
         for round_no in range(1, (s.reflections if method.reflects and episode.plan_source != PERSON else 0) + 1):
             if session.limit_reached(deadline):
                 break
-            reflection = planner.reflect(question, session.answer, session.trace_text(),
+            reflection = planner.reflect(question.text, session.answer, session.trace_text(),
                                          support=session.answer_support(question))
             yield ReflectionDecided(run_id, replan=reflection.replan, scores=reflection.scores, round=round_no)
             if not reflection.replan:
                 break
             outcome.replanned = True
-            supplement = planner.replan(question, session.answer, session.trace_text(), steps_done)
+            supplement = planner.replan(question.text, session.answer, session.trace_text(), steps_done)
             plan = PlanReady(run_id, text=supplement.text, steps=supplement.steps, revision=round_no,
                              recovered=supplement.recovered, planner_model=f"planner: {planner.model.name}")
             outcome.plans.append(plan)
@@ -441,7 +445,7 @@ class EpisodeLoop:
         outcome.plan_steps = steps_done
         outcome.answer = session.answer
 
-    def _answer_from_image_text(self, episode: EpisodeInput, caption: str | None,
+    def _answer_from_image_text(self, episode: EpisodeInput, question: Question, caption: str | None,
                                 run_tools: dict) -> Generator[Event, None, bool]:
         """agent.image_text_first: before any plan, read the answer from the question's image text alone.
         When that text states it, and it repeats no word of the question (a first hop's entity would;
@@ -449,13 +453,13 @@ class EpisodeLoop:
         answers with it, cited to the image, without a plan or a search; returns whether it did.
         An image whose text leaves a search to do (backend.image_gaps: a comparison's other option, the
         bridge its heading names) holds part of the answer at most: it is researched."""
-        question, outcome = episode.question, self.outcome
-        if gap_query(question, image_heading(self._image_text), [], set()) is not None:
+        outcome = self.outcome
+        if gap_query(question, image_heading(question.image_text), [], set()) is not None:
             return False
-        session = self._session(episode, run_tools)
+        session = self._session(episode, question, run_tools)
         session.start(question, [], self._executor_caption(caption))
-        draft = without_question_frame((yield from session.read_answer(question, draft=True)), question)
-        if not draft or shares_a_question_word(draft, question) or not session.image_states(draft, question):
+        draft = without_question_frame((yield from session.read_answer(question, draft=True)), question.text)
+        if not draft or shares_a_question_word(draft, question.text) or not session.image_states(draft, question):
             return False
         yield Recovery(self.run_id, turn=session.turn_count, reason="the text in the question's image states an answer",
                        action="answered from it, without a plan or a search", routine=True)
@@ -465,19 +469,19 @@ class EpisodeLoop:
         outcome.first_answer = outcome.answer = draft
         return True
 
-    def _answer_from_thread(self, episode: EpisodeInput, caption: str | None,
+    def _answer_from_thread(self, episode: EpisodeInput, question: Question, caption: str | None,
                             run_tools: dict) -> Generator[Event, None, bool]:
         """A follow-up, before any plan: its answer read from the passages its thread found before (its
         session holds them). When a sentence of theirs states the answer, and it is not what the question
         itself names, the run answers with it, cited, without a search; returns whether it did. Otherwise
         it says so and the question is researched as usual, those passages still in its session."""
-        question, outcome = episode.question, self.outcome
-        session = self._session(episode, run_tools)
+        outcome = self.outcome
+        session = self._session(episode, question, run_tools)
         session.start(question, [], self._executor_caption(caption))
         answer = yield from session.read_answer(question)
         reused = episode.follow_up.passages
         stated = bool(answer) and not restates_its_subject(answer, question) and bool(
-            stating_sentence(answer, question, reused))
+            stating_sentence(answer, question.text, reused))
         if not stated:
             yield Recovery(self.run_id, turn=session.turn_count, routine=True,
                            reason=f"no passage the thread found before states an answer ({answer!r} read)",
@@ -500,8 +504,8 @@ class EpisodeLoop:
         self.outcome.plans.append(plan)
         return plan
 
-    def _research_by_hops(self, episode: EpisodeInput, planner: Planner, successful: list[dict], failed: list[dict],
-                          caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
+    def _research_by_hops(self, episode: EpisodeInput, question: Question, planner: Planner, successful: list[dict],
+                          failed: list[dict], caption: str | None, run_tools: dict, deadline: float) -> Iterator[Event]:
         """A plan of sub-questions (backend.hops): each hop researched and read on its own, earlier
         answers filled into later hops; reflection checks each hop's answer against a retrieved sentence
         and a replan redoes the first hop no sentence states, and the hops after it. The answer is the
@@ -510,20 +514,20 @@ class EpisodeLoop:
         (backend.hops.yes_no_answer); otherwise it is read for the question from every hop's results.
         A plan of one sub-question is researched by the Executor's own turns for the question
         (ExecutorSession.research_as_question), with no replan."""
-        s, run_id, question, outcome = self.settings, self.run_id, episode.question, self.outcome
+        s, run_id, outcome = self.settings, self.run_id, self.outcome
         worked = ""
-        in_document = self._document_stating(question, run_tools) if episode.plan_steps is None else None
+        in_document = self._document_stating(question.text, run_tools) if episode.plan_steps is None else None
         if episode.plan_steps is not None:  # a given decomposition (GRPO stage 1, a person's plan): its hops as written
             subquestions = list(episode.plan_steps)
             if episode.plan_source == PERSON:
                 yield self._person_plan(episode)
         elif in_document is not None:
-            plan = PlanReady(run_id, text=f"1. {question}", steps=[question], planner_model="",
+            plan = PlanReady(run_id, text=f"1. {question.text}", steps=[question.text], planner_model="",
                              chosen=f"one of your documents matches the question ({in_document}): researched as one "
                                     "hop first, without the Planner")
             outcome.plans.append(plan)
             yield plan
-            subquestions = [question]
+            subquestions = [question.text]
         else:
             first_planner = self._first_planner(planner, successful, failed)
             worked = (episode.memory_text if episode.memory_text is not None
@@ -535,11 +539,11 @@ class EpisodeLoop:
             yield plan
             subquestions = blueprint.steps
         outcome.first_plan_step_count = len(subquestions)
-        session = outcome.session = self._session(episode, run_tools)
-        hops = outcome.hops = hops_from(subquestions)
+        session = outcome.session = self._session(episode, question, run_tools)
+        hops = outcome.hops = hops_from(subquestions, question)
         # A person's single sub-question that is not the question itself is what they chose to ask: it is
         # researched as a hop, and the question read over what it found.
-        one_hop = len(hops) == 1 and (episode.plan_source != PERSON or hops[0].template.strip() == question.strip())
+        one_hop = len(hops) == 1 and (episode.plan_source != PERSON or hops[0].template.strip() == question.text.strip())
         # A single hop is not shown to the Executor's turns: the small model copies a plan step into its
         # query (on `train`: "Who is the fictional MI6 agent created by Ian Fleming in 1952?" where the
         # Executor alone searched "Ian Fleming").
@@ -550,7 +554,7 @@ class EpisodeLoop:
             outcome.first_answer = outcome.answer = session.answer
             outcome.plan_steps = [hops[0].template]
             if (in_document is not None and self.method.reflects and s.reflections and not hops[0].stated
-                    and not closed_options(question) and not session.limit_reached(deadline)):
+                    and not question.closed and not session.limit_reached(deadline)):
                 yield from self._decompose_unstated(session, planner, question, worked, caption, deadline)
             return
         yield from self._research_hops(session, hops, deadline)
@@ -564,8 +568,8 @@ class EpisodeLoop:
             yield PlanReady(run_id, text=f"Redo from hop {weak.number}: no retrieved sentence states its answer.",
                             steps=[hop.template for hop in redo], revision=round_no,
                             planner_model=f"planner: {planner.model.name}")
-            yield from self._research_hops(session, redo, deadline, other_queries=tuple(named_phrases(question)))
-        closed = bool(closed_options(question))
+            yield from self._research_hops(session, redo, deadline, other_queries=question.names)
+        closed = question.closed
         answering = None if closed else answering_hop(hops, question)
         answer = answering.answer if answering is not None else (yes_no_answer(hops, question) or "")
         if not answer:
@@ -597,7 +601,7 @@ class EpisodeLoop:
                 return passage.title
         return None
 
-    def _decompose_unstated(self, session: ExecutorSession, planner: Planner, question: str, worked: str,
+    def _decompose_unstated(self, session: ExecutorSession, planner: Planner, question: Question, worked: str,
                             caption: str | None, deadline: float) -> Iterator[Event]:
         """The reflection of the one hop researched first for a question one of the person's documents
         matches (_document_stating). Its answer is stated by no retrieved text (nothing found holds it,
@@ -615,11 +619,11 @@ class EpisodeLoop:
         yield PlanReady(self.run_id, text=blueprint.text, steps=blueprint.steps, revision=1,
                         recovered=blueprint.recovered, planner_model=f"planner: {planner.model.name}")
         one_hop = outcome.hops
-        hops = outcome.hops = hops_from(blueprint.steps)
+        hops = outcome.hops = hops_from(blueprint.steps, question)
         yield from self._research_hops(session, hops, deadline)
         answering = answering_hop(hops, question)
         answer = answering.answer if answering is not None else (yield from session.read_answer(question))
-        if not answer or answer == first or not stating_sentence(answer, question, session.passages):
+        if not answer or answer == first or not stating_sentence(answer, question.text, session.passages):
             outcome.hops = one_hop
             yield Recovery(self.run_id, turn=session.turn_count, reason="the sub-questions found no stated answer",
                            action=f"{first!r} stands")
@@ -640,7 +644,7 @@ class EpisodeLoop:
                                             subjects=tuple(subjects_of(hop.template, answers[:hop.number - 1])))
             answers[hop.number - 1] = hop.answer
 
-    def _session(self, episode: EpisodeInput, run_tools: dict) -> ExecutorSession:
+    def _session(self, episode: EpisodeInput, question: Question, run_tools: dict) -> ExecutorSession:
         """The Executor's session; the text OCR read in the question's image is evidence in it, a
         passage an answer can rest on and cite, as the search results are."""
         s = self.settings
@@ -649,36 +653,36 @@ class EpisodeLoop:
             image=episode.image, max_llm_calls=s.max_llm_calls, max_tokens=s.max_tokens, guided=s.guided,
             read_by_quote=s.read_by_quote, follow_links=s.follow_links,
         )
-        if self._image_text:
-            session.passages.append(image_text_passage(self._image_text))
-            session.image_heading = image_heading(self._image_text)
+        if question.image_text:
+            session.passages.append(image_text_passage(question.image_text))
+            session.image_heading = image_heading(question.image_text)
         if episode.follow_up is not None and episode.follow_up.passages:
             session.reuse(episode.follow_up.passages)
         return session
 
-    def _from_taught(self, episode: EpisodeInput, taught: TaughtAnswer, caption: str | None,
+    def _from_taught(self, episode: EpisodeInput, question: Question, taught: TaughtAnswer, caption: str | None,
                      run_tools: dict) -> Iterator[Event]:
         """Answer with a person's answer at once: search for it beside the question's names and cite
         the source where a retrieved sentence states it; where none does, it is given as the person's
         word (AnswerReady.taught["confirmed"] False). No model is called either way: researching the
         question again took a minute and set answers about other things beside the person's."""
-        question, outcome = episode.question, self.outcome
-        session = outcome.session = self._session(episode, run_tools)
+        outcome = self.outcome
+        session = outcome.session = self._session(episode, question, run_tools)
         session.start(question, [], self._executor_caption(caption))
         search = session.search_tool()
         found = False
         for query in evidence_queries(question, taught.answer, taught.evidence) if search is not None else []:
             yield from session.search(search.name, query)
             # A sentence stating it about what the question asks (a comparison's answer no one sentence states).
-            found = not closed_options(question) and bool(session.sources(taught.answer))
+            found = not question.closed and bool(session.sources(taught.answer))
             if found:
                 break
         yield session.answer_with(taught.answer, taught={**taught.to_dict(), "confirmed": bool(found)})
         yield from session.report_steps()
         outcome.answer = taught.answer
 
-    def _finish(self, episode: EpisodeInput, outcome: EpisodeOutcome, verdict: Verdict, manager: Manager | None,
-                caption: str | None, shown: list[dict]) -> Iterator[Event]:
+    def _finish(self, episode: EpisodeInput, question: Question, outcome: EpisodeOutcome, verdict: Verdict,
+                manager: Manager | None, caption: str | None, shown: list[dict]) -> Iterator[Event]:
         run_id, answer = self.run_id, outcome.answer
         outcome.verdict = VerdictReady(
             run_id, label=verdict.label, method=verdict.method, ground_truth=episode.ground_truth,
@@ -696,7 +700,7 @@ class EpisodeLoop:
             self.store.record_outcome(used_ids, correct=verdict.correct, namespace=episode.namespace, missing_ok=True)
 
         if self.method.uses_memory and manager is not None:
-            yield self._consolidate(manager, episode, caption, outcome, verdict, used_ids)
+            yield self._consolidate(manager, episode, question, caption, outcome, verdict, used_ids)
         yield RunFinished(run_id, answer=answer, stats=self.meter.snapshot())
 
     @staticmethod
@@ -710,9 +714,9 @@ class EpisodeLoop:
             fields["follow_up"] = {key: value for key, value in episode.follow_up.to_dict().items() if key != "reused"}
         return fields
 
-    def _consolidate(self, manager: Manager, episode: EpisodeInput, caption, outcome: EpisodeOutcome, verdict,
-                     used_ids: list[str]) -> MemoryStored:
-        session, question, answer = outcome.session, episode.question, outcome.answer
+    def _consolidate(self, manager: Manager, episode: EpisodeInput, question: Question, caption, outcome: EpisodeOutcome,
+                     verdict, used_ids: list[str]) -> MemoryStored:
+        session, answer = outcome.session, outcome.answer
         consolidation = manager.consolidate(
             question=question,
             caption=caption,

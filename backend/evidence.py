@@ -9,9 +9,14 @@ given while they fit the model's budget.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from backend.answer_match import answer_contains, normalize_answer
 from backend.tools.text_ranking import rank_texts, split_sentences, tokenize
+
+if TYPE_CHECKING:
+    from backend.question import Question
 
 _AUXILIARIES = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had",
                 "will", "would", "should", "may", "might")
@@ -65,13 +70,12 @@ def closed_options(question: str) -> list[str]:
     return ["yes", "no"] if is_yes_no_question(question) else []
 
 
-def named_pair(question: str) -> list[str]:
-    """The two things an open question asks about together ("What industry did both William Todd
-    Field and Zoltan Korda work in?", "Cranium and Twin Tin Bots are both what?"): each is researched
-    on its own page. [] for a closed question or one naming no such pair."""
-    if closed_options(question):
-        return []
-    for phrase in named_phrases(question):
+def named_pair(names: Sequence[str]) -> list[str]:
+    """The two things an open question asks about together, from its named phrases ("What industry
+    did both William Todd Field and Zoltan Korda work in?", "Cranium and Twin Tin Bots are both
+    what?"): each is researched on its own page. [] when no phrase names such a pair; a closed
+    question has none (backend.question.Question.pair)."""
+    for phrase in names:
         parts = [part.strip() for part in phrase.split(" and ")]
         if len(parts) == 2 and all(part[:1].isupper() for part in parts):
             return parts
@@ -198,7 +202,7 @@ def _best_sentence(passage: dict, query: str, max_chars: int) -> str:
 _NOT_ABOUT = frozenset(tokenize(["which what who whom whose when where why how many much name"])[0])
 
 
-def is_about(sentence: str, title: str, asked: list[str], answer: str) -> bool:
+def is_about(sentence: str, title: str, asked: Sequence[Question], answer: str) -> bool:
     """Whether a sentence stating `answer` says it about what one of the `asked` questions asks: beside
     the answer's own words, it (with its page's title) names something the question names (most of a
     name's words), or holds two of the question's content words (all of them, if it has fewer). A
@@ -207,17 +211,17 @@ def is_about(sentence: str, title: str, asked: list[str], answer: str) -> bool:
     own = set(tokenize([answer])[0])
     said = set(tokenize([f"{title} {sentence}"])[0]) - own
     for question in asked:
-        wanted = set(tokenize([question])[0]) - own - _NOT_ABOUT
+        wanted = set(tokenize([question.text])[0]) - own - _NOT_ABOUT
         if not wanted:
             return True
-        names = [words for name in named_phrases(question) if (words := set(tokenize([name])[0]) - own)]
+        names = [words for name in question.names if (words := set(tokenize([name])[0]) - own)]
         if any(2 * len(name & said) > len(name) for name in names) or len(said & wanted) >= min(2, len(wanted)):
             return True
     return False
 
 
-def citations(answer: str, question: str, passages: list[dict], *, limit: int = 3, max_chars: int = 240,
-              hops: list[tuple[str, str, str]] = ()) -> list[dict]:
+def citations(answer: str, question: Question, passages: list[dict], *, limit: int = 3, max_chars: int = 240,
+              hops: Sequence[tuple[Question, str, str]] = ()) -> list[dict]:
     """The retrieved passages the answer rests on, numbered from 1, each with the sentence that
     supports it: for an open question the passages with a sentence stating the answer about what the
     question (or a hop of its plan) asks (is_about), then the passages stating a hop's answer (`hops`:
@@ -227,9 +231,9 @@ def citations(answer: str, question: str, passages: list[dict], *, limit: int = 
     other passages are what it also read."""
     unique = _unique_passages(passages)
     cited: list[tuple[dict, str]] = []
-    options = choice_options(question)
-    if options or is_yes_no_question(question):
-        queries = [f"{o} {question}" for o in options] if options else [question]
+    options, text = list(question.choices), question.text
+    if options or question.yes_no:
+        queries = [f"{o} {text}" for o in options] if options else [text]
         for query, option in zip(queries, options or [None]):
             pool = [p for p in unique if option is None or answer_contains(f"{p.get('title', '')} {p.get('text') or ''}", option)]
             ranked = rank_texts([f"{p.get('title', '')}. {p.get('text') or ''}" for p in pool], query)
@@ -240,7 +244,7 @@ def citations(answer: str, question: str, passages: list[dict], *, limit: int = 
         core = re.split(r",|\s\(", answer, maxsplit=1)[0]
         asked = [question, *(hop_question for hop_question, _, _ in hops)]
         for p in unique:
-            found = _sentence_stating(answer, question, [p], max_chars) or _sentence_stating(core, question, [p], max_chars)
+            found = _sentence_stating(answer, text, [p], max_chars) or _sentence_stating(core, text, [p], max_chars)
             sentence = found.split(": ", 1)[-1] if found.startswith(f"{p.get('title', '')}: ") else found
             if found and is_about(sentence, p.get("title", ""), asked, answer):
                 cited.append((p, sentence))

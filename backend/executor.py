@@ -12,8 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Generator, Iterator, Mapping
 
 from backend import protocol
-from backend.evidence import (citations, closed_options, is_grounded, named_pair, named_phrases, passages_naming,
-                              shares_a_question_word, stating_sentence)
+from backend.evidence import citations, is_grounded, passages_naming, shares_a_question_word, stating_sentence
 from backend.events import (AnswerReady, Event, ExecutorThought, HopAnswered, Recovery, StepTaken, TextDelta, ToolCalled,
                             ToolReturned)
 from backend.llm.base import ChatModel, Completion
@@ -22,6 +21,7 @@ from backend.planner import is_search_step, search_query
 from backend.prompts import executor as prompts
 from backend.prompts.manager import IMAGE_TEXT_SOURCE
 from backend.protocol import clean_query
+from backend.question import Question
 from backend.reader import AnswerReading
 from backend.hops import Hop, answered_yes_or_no, restates_its_subject
 from backend.image_gaps import gap_query
@@ -88,7 +88,7 @@ class ExecutorSession(AnswerReading):
         self.hops_researched: list[Hop] = []  # a plan's sub-questions as researched (a redone hop again)
         self.last_finish_reason = ""
         self.plan_steps: list[str] = []
-        self.question = ""
+        self.question: Question | None = None  # set by start
         self._before_replan: tuple[str, int, list[str]] | None = None  # answer, tool calls, read_from
         self.image = image
         self.image_heading = ""  # the heading of the text OCR read in the image (backend.image_gaps)
@@ -141,13 +141,13 @@ class ExecutorSession(AnswerReading):
         else:
             self.turns.append(_Turn("user", content, short))
 
-    def start(self, question: str, plan_steps: list[str], caption: str | None = None, context: str | None = None) -> None:
+    def start(self, question: Question, plan_steps: list[str], caption: str | None = None, context: str | None = None) -> None:
         """The first user turn: the question, the plan if there is one, and past research as data."""
         self.plan_steps = list(plan_steps)
         self.question = question
         image_text = self._image_text()
         self._image_text_shown = image_text["title"] if image_text else None
-        self._append_user(prompts.question_turn(question, plan_steps, caption, context, image_text))
+        self._append_user(prompts.question_turn(question.text, plan_steps, caption, context, image_text))
         if self.thread_passages:
             self._append_user(prompts.thread_passages_text(self.thread_passages))
 
@@ -238,7 +238,7 @@ class ExecutorSession(AnswerReading):
     def _record_assistant(self, text: str) -> None:
         self.turns.append(_Turn("assistant", text))
 
-    def _recover(self, question: str, raw: str, reason: str) -> Iterator[Event]:
+    def _recover(self, question: Question, raw: str, reason: str) -> Iterator[Event]:
         """The turn's output was unusable: search the question itself first, later let a
         constrained choice pick search or answer and prefill the chosen action."""
         turn = self.turn_count
@@ -247,7 +247,7 @@ class ExecutorSession(AnswerReading):
             yield Recovery(self.run_id, turn=turn, reason=reason, action="searching the question itself", raw=raw)
             self._record_assistant(protocol.THINK_OPEN + protocol.THINK_CLOSE)
             self.steps.append(Step(turn=turn, recovery=reason))
-            yield from self._run_tool(search.name, {search.capabilities.query_argument: [question]})
+            yield from self._run_tool(search.name, {search.capabilities.query_argument: [question.text]})
             return
         if search is None:
             label = "answer"
@@ -272,7 +272,7 @@ class ExecutorSession(AnswerReading):
     def search_tool(self) -> Tool | None:
         return query_tool(self.tools)
 
-    def _fresh_query(self, generated: str, question: str) -> Generator[Event, None, str | None]:
+    def _fresh_query(self, generated: str, question: Question) -> Generator[Event, None, str | None]:
         """The generated query cleaned of markup; if it is empty or was searched already, the first
         unsearched of the question, its names and the plan steps (said as a Recovery); None if all were."""
         query = clean_query(generated)
@@ -284,14 +284,14 @@ class ExecutorSession(AnswerReading):
         yield Recovery(self.run_id, turn=self.turn_count, reason=reason, action=action)
         return fallback
 
-    def _answer_with_prefill(self, *, forced: bool, reason: str, question: str = "") -> Iterator[Event]:
-        if self.guided and question:
+    def _answer_with_prefill(self, *, forced: bool, reason: str, question: Question | None = None) -> Iterator[Event]:
+        if self.guided and question is not None:
             answer = yield from self.read_answer(question)
         else:
             self.read_from = self._titles_in_view()
             text = self._generate(protocol.ANSWER_OPEN, (protocol.ANSWER_CLOSE, "\n"), 48)
             answer = text[len(protocol.ANSWER_OPEN) :].strip()
-            if question and (not answer or closed_options(question)):
+            if question is not None and (not answer or question.closed):
                 # Never an empty answer (a model may close the prefilled tag at once), and a closed
                 # question is answered by a choice among its options.
                 answer = (yield from self.read_answer(question)) or answer
@@ -315,7 +315,7 @@ class ExecutorSession(AnswerReading):
         self.steps.append(Step(turn=self.turn_count, answer=answer))
         return self._answer_ready(answer, taught=taught)
 
-    def read_again(self, question: str, *, not_this: str) -> Generator[Event, None, str]:
+    def read_again(self, question: Question, *, not_this: str) -> Generator[Event, None, str]:
         """An open question's answer read again from the evidence, told that `not_this` is not it (an
         answer of another kind than the question asks for: backend.answer_kind)."""
         return (yield from self._read_open(question, draft=False, not_this=not_this))
@@ -336,10 +336,10 @@ class ExecutorSession(AnswerReading):
     def sources(self, answer: str, limit: int = 3) -> list[dict]:
         """The retrieved passages the answer rests on, numbered, with the sentence that supports it
         (backend.evidence.citations); none when no retrieved passage supports it."""
-        stated = {hop.number: (hop.question, hop.answer, hop.sentence) for hop in self.hops_researched if hop.stated}
+        stated = {hop.number: (hop.asked, hop.answer, hop.sentence) for hop in self.hops_researched if hop.stated}
         return citations(answer, self.question, self.passages, limit=limit, hops=list(stated.values()))
 
-    def _guided_turn(self, question: str) -> Iterator[Event]:
+    def _guided_turn(self, question: Question) -> Iterator[Event]:
         """One turn for a small model: free thought, then a constrained choice of action, then the
         action's opening prefilled so only its argument is generated. Same protocol text results."""
         turn = self.turn_count
@@ -352,7 +352,7 @@ class ExecutorSession(AnswerReading):
         # Follow the blueprint: at least one search, and up to two when the plan has several search steps
         # (or, for a larger model, when the question names two things to compare).
         needed = min(2, max(1, sum(is_search_step(p) for p in self.plan_steps)))
-        if not self.model.traits.small and closed_options(question):
+        if not self.model.traits.small and question.closed:
             needed = 2
         must_search = searches < needed and bool(evidence_options)
         # The image first when one came with the question (the image index has its turn), else the first query tool.
@@ -370,11 +370,11 @@ class ExecutorSession(AnswerReading):
             draft = yield from self.read_answer(question, draft=True)
             # A draft that repeats a word of the question is taken only after a second search (18% of
             # `train` answers do, and so does the bridge entity of many bridge questions).
-            grounded = is_grounded(draft, question, self.passages) and (
-                searches >= 2 or not shares_a_question_word(draft, question) or self.image_states(draft, question))
-            if closed_options(question) or grounded or not evidence_options:
+            grounded = is_grounded(draft, question.text, self.passages) and (
+                searches >= 2 or not shares_a_question_word(draft, question.text) or self.image_states(draft, question))
+            if question.closed or grounded or not evidence_options:
                 # The draft decides when to stop; the final answer is read by quote where that is on.
-                final = draft if closed_options(question) or not self._quotes else None
+                final = draft if question.closed or not self._quotes else None
                 yield from self._guided_answer(question, "", "", answer=final)
                 return
             yield ExecutorThought(self.run_id, turn=turn, text=f"Draft answer {draft!r} is not stated in the results yet; searching on.",
@@ -421,7 +421,7 @@ class ExecutorSession(AnswerReading):
         if self.steps:
             self.steps[-1].think = thought
 
-    def _routine_search(self, question: str, query_tools: list[str], must_search: bool) -> tuple[str, str, str] | None:
+    def _routine_search(self, question: Question, query_tools: list[str], must_search: bool) -> tuple[str, str, str] | None:
         """(tool, query, why) of a search a guided turn makes without the model: what the question's
         image text leaves to search; once the needed searches are made, the other of two named things
         the question asks about, or the page the results name that it needs next. None: the model acts."""
@@ -440,12 +440,12 @@ class ExecutorSession(AnswerReading):
             return tool, page.title, f"following a link: {page.named_in!r} names it, and the question's words point there"
         return None
 
-    def _other_of_pair(self, question: str) -> tuple[str, str] | None:
+    def _other_of_pair(self, question: Question) -> tuple[str, str] | None:
         """(query tool, name) of the one of the two things an open question asks about together that
         no search has looked up yet (by its name, or a result titled with it); with follow_links only,
         after the first search. On `train` such questions followed a link or the model's own query
         instead, and missed the other thing's page ("Chamelaucium and Vanilla" -> "Myrtaceae")."""
-        pair = named_pair(question) if self.follow_links and self.passages else []
+        pair = question.pair if self.follow_links and self.passages else ()
         tool = self.search_tool()
         if not pair or tool is None:
             return None
@@ -453,24 +453,23 @@ class ExecutorSession(AnswerReading):
         name = next((n for n in pair if n.casefold() not in done), None)
         return (tool.name, name) if name else None
 
-    def _link_to_follow(self, question: str) -> tuple[str, PageLink] | None:
+    def _link_to_follow(self, question: Question) -> tuple[str, PageLink] | None:
         """(tool, link) of the page the retrieved passages name that an open question most likely needs
         next (its bridge page: the first search finds the page the question names, and that page names
         the one holding the answer); once per question, None for a closed question or when no tool
         links pages. On `train`, the second paragraph of most bridge questions the Executor alone missed
         after finding the first was named in the first (backend.tools.page_links)."""
-        if not self.follow_links or self.links_followed or closed_options(question) or named_pair(question) \
-                or not self.passages:
+        if not self.follow_links or self.links_followed or question.closed or question.pair or not self.passages:
             return None
         tool = next((t for t in self.tools.values() if t.capabilities.links_pages), None)
         if tool is None:
             return None
-        link = tool.linked_page(question, self.passages)
+        link = tool.linked_page(question.text, self.passages)
         if link is None or link.title.lower() in self.searched_queries():
             return None
         return tool.name, link
 
-    def _image_gap(self, question: str, query_tools: list[str]) -> tuple[str, str] | None:
+    def _image_gap(self, question: Question, query_tools: list[str]) -> tuple[str, str] | None:
         """(tool, query) for what the question's image text leaves to search (backend.image_gaps); None
         without image text or a query tool."""
         if not query_tools or self._image_text() is None:
@@ -479,10 +478,10 @@ class ExecutorSession(AnswerReading):
         query = gap_query(question, self.image_heading, titles, self.searched_queries())
         return (query_tools[0], query) if query else None
 
-    def image_states(self, answer: str, question: str) -> bool:
+    def image_states(self, answer: str, question: Question) -> bool:
         """The text OCR read in the question's own image states the answer: the person's evidence, not
         a bridge entity a first search found."""
-        return bool(stating_sentence(answer, question, [p for p in self.passages if p.get("source") == IMAGE_TEXT_SOURCE]))
+        return bool(stating_sentence(answer, question.text, [p for p in self.passages if p.get("source") == IMAGE_TEXT_SOURCE]))
 
     def _text_call(self, action: str, argument: str, head: str, thought: str) -> Iterator[Event]:
         """A tool that gathers no evidence (a calculator), its one text argument written after the
@@ -494,7 +493,7 @@ class ExecutorSession(AnswerReading):
         if self.steps:
             self.steps[-1].think = thought
 
-    def _guided_answer(self, question: str, head: str, thought: str, answer: str | None = None) -> Iterator[Event]:
+    def _guided_answer(self, question: Question, head: str, thought: str, answer: str | None = None) -> Iterator[Event]:
         if answer is None:
             answer = yield from self.read_answer(question)
         self._record_assistant(head + protocol.ANSWER_OPEN + answer + protocol.ANSWER_CLOSE)
@@ -516,14 +515,14 @@ class ExecutorSession(AnswerReading):
                            action=f"the answer from before the replan stands: {answer!r}")
             yield self._answer_ready(answer)
 
-    def answer_support(self, question: str, max_chars: int = 240) -> str | None:
+    def answer_support(self, question: Question, max_chars: int = 240) -> str | None:
         """The retrieved sentence that states the answer ("Title: sentence"), "" if none does. For a
         closed question, whose answer ("yes", one of two names) no single sentence states, the cited
         sentence about each option (or about the question), None when nothing was retrieved."""
-        if closed_options(question):
+        if question.closed:
             cited = citations(self.answer, question, self.passages, max_chars=max_chars // 2)
             return " | ".join(f"{c['title']}: {c['sentence']}" for c in cited) or None
-        return stating_sentence(self.answer, question, self.passages, max_chars=max_chars)
+        return stating_sentence(self.answer, question.text, self.passages, max_chars=max_chars)
 
     def queries(self) -> list[str]:
         """The queries searched so far, in order, each once."""
@@ -543,12 +542,12 @@ class ExecutorSession(AnswerReading):
         argument = tool.capabilities.query_argument if tool is not None else None
         return step.arguments.get(argument) if argument else None
 
-    def _unsearched_query(self, question: str) -> str:
+    def _unsearched_query(self, question: Question) -> str | None:
         """The question, then the names in it, then what each search step of the plan looks up: the
         first not searched yet (or None). A step that is not a search is never sent as a query."""
         done = self.searched_queries()
         plan_queries = [query for query in map(search_query, self.plan_steps) if query]
-        for candidate in [question, *named_phrases(question), *plan_queries]:
+        for candidate in [question.text, *question.names, *plan_queries]:
             candidate = clean_query(candidate)
             if candidate and candidate.lower() not in done:
                 return candidate
@@ -565,7 +564,7 @@ class ExecutorSession(AnswerReading):
             return f"token limit ({self.max_tokens}) reached"
         return None
 
-    def run(self, question: str, *, max_turns: int, deadline: float) -> Iterator[Event]:
+    def run(self, question: Question, *, max_turns: int, deadline: float) -> Iterator[Event]:
         """Turns until an answer, the turn cap or another limit; at a limit the answer is forced. The
         round's steps follow as StepTaken events."""
         yield from self._turns(question, max_turns=max_turns, deadline=deadline)
@@ -577,7 +576,7 @@ class ExecutorSession(AnswerReading):
             yield StepTaken(self.run_id, step=asdict(step))
         self._steps_reported = len(self.steps)
 
-    def _turns(self, question: str, *, max_turns: int, deadline: float) -> Iterator[Event]:
+    def _turns(self, question: Question, *, max_turns: int, deadline: float) -> Iterator[Event]:
         self.answer = ""
         turns_here = 0
         while turns_here < max_turns:
@@ -606,7 +605,7 @@ class ExecutorSession(AnswerReading):
                 self.read_from = self._titles_in_view()  # the model answered from its conversation
                 self._record_assistant(text)
                 self.answer = (action.answer or "").strip()
-                if not self.answer or closed_options(question):
+                if not self.answer or question.closed:
                     self.answer = (yield from self.read_answer(question)) or self.answer
                 self.steps.append(Step(turn=self.turn_count, think=action.think, answer=self.answer,
                                        format_problems=action.format_problems))
@@ -636,7 +635,8 @@ class ExecutorSession(AnswerReading):
         `train`: "Beijing" for "In which city was Mantua located?", from a passage on Shijiazhuang)."""
         search = self.search_tool()
         self.turn_count += 1
-        candidates = (hop.question, *named_phrases(hop.question), *other_queries)
+        asked = hop.asked
+        candidates = (asked.text, *asked.names, *other_queries)
         for _ in range(max_searches if search is not None else 0):
             done = self.searched_queries()
             query = next((q for q in (clean_query(c) for c in candidates) if q and q.lower() not in done), None)
@@ -644,18 +644,18 @@ class ExecutorSession(AnswerReading):
                 break
             hop.queries.append(query)
             yield from self.search(search.name, query)
-            hop.answer = yield from self.read_answer(hop.question)
+            hop.answer = yield from self.read_answer(asked)
             hop.sentence = self._hop_sentence(hop, subjects)
             if hop.stated or self._answered_on_its_page(hop):
                 break
         if search is None or not hop.queries:
-            hop.answer = yield from self.read_answer(hop.question)
+            hop.answer = yield from self.read_answer(asked)
             hop.sentence = self._hop_sentence(hop, subjects)
         self.hops_researched.append(hop)
         yield HopAnswered(self.run_id, turn=self.turn_count, **hop.to_dict())
         yield from self.report_steps()
 
-    def research_as_question(self, hop: Hop, question: str, *, max_turns: int, deadline: float) -> Iterator[Event]:
+    def research_as_question(self, hop: Hop, question: Question, *, max_turns: int, deadline: float) -> Iterator[Event]:
         """Research a plan's only sub-question (the question, or a narrower wording of what it asks) by
         the Executor's own turns for the question: search, read, search again while the answer is not
         found, as the Executor alone researches. On the first 20 `train` questions (hybrid search) 11
@@ -672,14 +672,14 @@ class ExecutorSession(AnswerReading):
         """A yes/no hop read with a page naming what it asks about in view: no sentence states "no",
         and a second search by its names ("Rubén Darío English") brought pages on the property
         ("English literature") that turned a right "no" into "yes" (`train`)."""
-        return answered_yes_or_no(hop) and bool(passages_naming(self.passages, named_phrases(hop.question)))
+        return answered_yes_or_no(hop) and bool(passages_naming(self.passages, list(hop.asked.names)))
 
     def _hop_sentence(self, hop: Hop, subjects: tuple[str, ...]) -> str:
         """The retrieved sentence that states the hop's answer, in a passage naming its subjects; ""
         when none does, or when the answer is what the hop itself names."""
-        if restates_its_subject(hop.answer, hop.question):
+        if restates_its_subject(hop.answer, hop.asked):
             return ""
-        return stating_sentence(hop.answer, hop.question, passages_naming(self.passages, list(subjects)))
+        return stating_sentence(hop.answer, hop.asked.text, passages_naming(self.passages, list(subjects)))
 
     def trace_text(self, max_chars: int = 1200) -> str:
         """A compact account of what was done, for reflection and consolidation prompts."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from backend.feedback_queue import FEEDBACK, FeedbackItem, FeedbackQueue, QueueWriteError
 from backend.judge import CORRECT, INCORRECT, Judge
 from backend.labels import feedback_words, person_how
+from backend.question import Question
 from backend.replay import replay
 from backend.runlog import RunLog
 from backend.taught import THUMBS_UP, TYPED, evidence_in_run, find_evidence, taught_fields
@@ -198,12 +199,13 @@ def submit_feedback(
     if thumbs is None and right_answer is None and comment is None:
         raise FeedbackError("Give a thumbs up or down, the right answer, or a comment before sending feedback.")
     facts = _facts_of(runlog, namespace, run_id)
+    question = Question.parse(facts.question)
     previous = queue.items(namespace, run_id=run_id, skip_damaged=True)
     label_before = previous[-1].label_after if previous else facts.verdict
 
     label_after, method = label_before, "comment only"
     if right_answer is not None:
-        verdict = judge.grade(facts.question, facts.answer, right_answer)
+        verdict = judge.grade(question, facts.answer, right_answer)
         label_after, method = verdict.label, f"the Judge ({verdict.method}) against your right answer"
     if thumbs is not None:
         by_thumbs = CORRECT if thumbs == "up" else INCORRECT
@@ -222,7 +224,7 @@ def submit_feedback(
     taught = taught_answer(item)
     evidence = None
     if taught is not None and facts.memory_id:
-        evidence = evidence_in_run(facts.events, facts.question, taught[0]) or find_evidence(search, facts.question, taught[0])
+        evidence = evidence_in_run(facts.events, question, taught[0]) or find_evidence(search, question, taught[0])
     try:
         queued = queue.submit(item, verdict_of(item, evidence))
     except QueueWriteError as exc:

@@ -16,11 +16,10 @@ import re
 from dataclasses import dataclass, field
 
 from backend.events import ToolReturned
-from backend.evidence import closed_options, named_phrases
-from backend.hops import asked_kind
 from backend.inputs import InputError
 from backend.llm.base import ChatModel
 from backend.prompts.planner import REFERENT_PREFILL, referent_messages
+from backend.question import Question
 from backend.reader import choose_option
 from backend.replay import replay
 from backend.tools.text_ranking import rank_texts, tokenize
@@ -186,10 +185,10 @@ def _pointers(asked: str) -> list[_Pointer]:
     return found
 
 
-def _subjects(turn: ThreadTurn) -> list[str]:
+def _subjects(previous: Question, answer: str) -> list[str]:
     """What the previous question asked about: the names it gives, other than its answer."""
-    answer = _stems(turn.answer)
-    return [name for name in named_phrases(turn.question) if not (_stems(name) and _stems(name) <= answer)]
+    stems = _stems(answer)
+    return [name for name in previous.names if not (_stems(name) and _stems(name) <= stems)]
 
 
 def _candidates(pointer: _Pointer, kind: tuple[str, ...] | None, answer: str, subjects: list[str]) -> list[str]:
@@ -231,9 +230,10 @@ def rewrite(asked: str, thread: Thread, model: ChatModel | None = None) -> Rewri
     by log-probability, once, and that choice serves every such word (without a model, the likelier)."""
     asked = " ".join(asked.split())
     turn = thread.last
-    answer = "" if closed_options(turn.question) else turn.answer.strip()
-    kind = asked_kind(turn.question)
-    subjects = _subjects(turn)
+    previous = Question.parse(turn.question)  # the thread's question as its run researched it
+    answer = "" if previous.closed else turn.answer.strip()
+    kind = previous.asks_for
+    subjects = _subjects(previous, turn.answer)
     choices: dict[str, list[str]] = {}
     for pointer in _pointers(asked):
         candidates = _candidates(pointer, kind, answer, subjects)

@@ -10,11 +10,14 @@ and two hops at once badly; this is what the blueprint is for on `agent.plan_sha
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
 
-from backend.evidence import choice_options, closed_options, named_phrases
 from backend.prompts.planner import worked_examples_text
 from backend.tools.text_ranking import tokenize
+
+if TYPE_CHECKING:
+    from backend.question import Question
 
 MAX_HOPS = 3
 _LINE = re.compile(r"^\s*(?:q(?:uestion)?\s*)?(\d)[.):]\s*(.+?)\s*$", re.IGNORECASE)
@@ -32,13 +35,25 @@ class Hop:
     answer: str = ""
     sentence: str = ""
     queries: list[str] = field(default_factory=list)
+    _asked: Question | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def stated(self) -> bool:
         return bool(self.answer and self.sentence)
 
+    @property
+    def asked(self) -> Question:
+        """The sub-question as asked (as written until earlier answers are filled in), parsed once per wording."""
+        from backend.question import Question  # backend.question parses with this module's asked_kind
+
+        text = self.question or self.template
+        if self._asked is None or self._asked.text != text:
+            self._asked = Question.parse(text)
+        return self._asked
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {f.name: list(value) if isinstance(value := getattr(self, f.name), list) else value
+                for f in fields(self) if f.init}
 
 
 def parse_subquestions(text: str, max_hops: int = MAX_HOPS) -> list[str]:
@@ -72,7 +87,7 @@ def _words(text: str) -> set[str]:
 _IDENTITY = re.compile(r"^(?i:who|what)\s+(?i:is|was|are|were)\s+([A-Z][\w'’.-]*(?:\s+[A-Z0-9][\w'’.-]*)*)\s*\?$")
 
 
-def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | None]:
+def sensible(subquestions: list[str], question: Question) -> tuple[list[str], str | None]:
     """The sub-questions that belong to `question`, and a note on what was left out (None: nothing).
     A hop that neither refers to an earlier one nor shares a word with the question was copied from
     elsewhere (a small model repeats its examples) and goes; a hop that asks the whole question again
@@ -89,14 +104,15 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
     written into the hops that refer to it. A comparison whose hops leave out one of its options ("Which university was founded as
     a vocational high school?" for "Between A and B, which ...?") is researched as one hop, where the
     reader chooses among the options."""
-    asked = _words(question)
+    text = question.text
+    asked = _words(text)
     kept: list[str] = []
     renumbered: dict[str, str] = {}  # a kept hop's number as written -> as kept
     identities: dict[str, str] = {}  # a hop asking who a name is, by its number -> that name
     vacuous = 0
     for number, sub in enumerate(subquestions, 1):
         identity = _IDENTITY.match(sub)
-        if identity and named_in(identity.group(1), question):
+        if identity and named_in(identity.group(1), text):
             identities[str(number)] = identity.group(1)
             continue
         sub = _REFERENCE.sub(lambda m: identities.get(m.group(1), m.group(0)), sub)
@@ -118,20 +134,21 @@ def sensible(subquestions: list[str], question: str) -> tuple[list[str], str | N
                      "nothing the question names or resting on one that was left out")
     restated = next((sub for sub in kept if asked and len(_words(sub) & asked) >= 0.8 * len(asked)), None)
     if restated is not None and len(kept) + vacuous > 1:
-        kept, notes = [question], notes + ["a sub-question asked the whole question: researching it as one hop"]
-    names = [name for name in named_phrases(question) if _words(name)]
+        kept, notes = [text], notes + ["a sub-question asked the whole question: researching it as one hop"]
+    names = [name for name in question.names if _words(name)]
     left_out = [name for name in names if not any(_words(name) & _words(sub) for sub in kept)]
-    if kept and kept != [question] and names and left_out == names:
-        kept, notes = [question], notes + [f"no sub-question names what the question names ({', '.join(names)}): "
+    if kept and kept != [text] and names and left_out == names:
+        kept, notes = [text], notes + [f"no sub-question names what the question names ({', '.join(names)}): "
                                            "researching it as one hop"]
-    elif kept and kept != [question] and (lost := [name for name in left_out if len(name.split()) > 1]):
-        kept, notes = [question], notes + [f"no sub-question names {', '.join(lost)}, which the question names: "
+    elif kept and kept != [text] and (lost := [name for name in left_out if len(name.split()) > 1]):
+        kept, notes = [text], notes + [f"no sub-question names {', '.join(lost)}, which the question names: "
                                            "researching it as one hop"]
-    options = choice_options(question)
-    if kept and kept != [question] and options and not all(any(named_in(o, sub) for sub in kept) for o in options):
-        kept, notes = [question], notes + ["the sub-questions leave out an option the question compares: "
+    options = question.choices
+    if kept and kept != [text] and options and not all(any(named_in(o, sub) for sub in kept) for o in options):
+        kept, notes = [text], notes + ["the sub-questions leave out an option the question compares: "
                                            "researching it as one hop"]
-    answering = max((i for i, sub in enumerate(kept) if asks_alike(sub, question)), default=None)
+    answering = max((i for i, sub in enumerate(kept)
+                     if asks_alike(question.asks_for if sub == text else asked_kind(sub), question.asks_for)), default=None)
     if answering is not None and answering < len(kept) - 1:
         notes.append(f"left out {len(kept) - answering - 1} sub-question(s) after hop {answering + 1}, "
                      "which asks what the question asks")
@@ -166,8 +183,13 @@ def subjects_of(template: str, answers: list[str]) -> list[str]:
     return [answers[n - 1] for n in map(int, _REFERENCE.findall(template)) if 0 < n <= len(answers) and answers[n - 1]]
 
 
-def hops_from(subquestions: list[str]) -> list[Hop]:
-    return [Hop(number=i, template=sub) for i, sub in enumerate(subquestions, 1)]
+def hops_from(subquestions: list[str], question: Question | None = None) -> list[Hop]:
+    """The hops of a plan; one that is `question` itself keeps its parse."""
+    hops = [Hop(number=i, template=sub) for i, sub in enumerate(subquestions, 1)]
+    for hop in hops:
+        if question is not None and hop.template == question.text:
+            hop._asked = question
+    return hops
 
 
 def last_hop_answers(hops: list[Hop]) -> bool:
@@ -244,10 +266,10 @@ def asks_for_time(question: str) -> bool:
     return asked_kind(question) == ("<time>",)
 
 
-def asks_alike(first: str, second: str) -> bool:
-    """Whether two questions ask for the same kind of thing (asked_kind): the same class, or phrases
-    one of whose last words is in the other ("Which river flows through ..." and "Which river ...")."""
-    a, b = asked_kind(first), asked_kind(second)
+def asks_alike(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
+    """Whether two questions ask for the same kind of thing, given what each asks for (asked_kind): the
+    same class, or phrases one of whose last words is in the other ("Which river flows through ..."
+    and "Which river ...")."""
     return bool(a and b) and (a[-1] in b or b[-1] in a)
 
 
@@ -257,18 +279,18 @@ def named_in(answer: str, question: str) -> bool:
     return bool(words) and words <= _words(question)
 
 
-def restates_its_subject(answer: str, question: str) -> bool:
+def restates_its_subject(answer: str, question: Question) -> bool:
     """Whether a sub-question's answer is what the sub-question itself names ("Damon Lamon Stoudamire"
     for "Who is Damon Stoudamire's cousin?", read on `train`): no answer to it. A question asking for
     a name ("What is X's full name?") or choosing among options may answer with what it names."""
-    if closed_options(question) or "name" in tokenize([question])[0]:
+    if question.closed or "name" in tokenize([question.text])[0]:
         return False
     said = set(tokenize([answer])[0])
-    names = [set(tokenize([name])[0]) for phrase in named_phrases(question) for name in re.split(r"\s+and\s+|,\s*", phrase)]
-    return named_in(answer, question) or any(name and name <= said for name in names)
+    names = [set(tokenize([name])[0]) for phrase in question.names for name in re.split(r"\s+and\s+|,\s*", phrase)]
+    return named_in(answer, question.text) or any(name and name <= said for name in names)
 
 
-def answering_hop(hops: list[Hop], question: str) -> Hop | None:
+def answering_hop(hops: list[Hop], question: Question) -> Hop | None:
     """The hop whose answer is the question's, or None (read it for the question from every hop's
     results). That is the last hop when it builds on an earlier answer (last_hop_answers) and is not
     a side check: a hop whose answer the question names already ("Which team did #1 play for?" ->
@@ -282,12 +304,11 @@ def answering_hop(hops: list[Hop], question: str) -> Hop | None:
     if not hops or not last_hop_answers(hops):
         return None
     if len(hops) == 1:  # the question itself answers; a narrower hop leaves out some of what it asks
-        return hops[0] if hops[0].answer and hops[0].template.strip() == question.strip() else None
+        return hops[0] if hops[0].answer and hops[0].template.strip() == question.text.strip() else None
     for hop in reversed(hops):
         if not hop.answer:
             return None
-        side_check = named_in(hop.answer, question) or (
-            asks_for_time(hop.question or hop.template) and not asks_for_time(question))
+        side_check = named_in(hop.answer, question.text) or (hop.asked.asks_when and not question.asks_when)
         if not side_check:
             return hop
     return None
@@ -300,15 +321,15 @@ _SINGULAR = {"are": "is", "were": "was", "have": "has", "do": "does"}
 _FUNCTION_WORDS = frozenset("of in on at by for from with to or and as than been be being".split())
 
 
-def each_of_pair(question: str) -> list[str]:
+def each_of_pair(question: Question) -> list[str]:
     """A yes/no question asked of two things at once, as one question about each ("Are Chrysalis and
     Look both women's magazines?" -> "Is Chrysalis a women's magazine?", "Is Look a women's
     magazine?"); [] when the question is not of that shape ("both" after the pair, each side a name):
     with "both" before the pair, where the second name ends is a guess ("Are both Deerhunter and Nine
     Lashes American Christian rock bands?"). On `train`, read whole with both pages in front of it,
     the reader answered "no" for two magazines each called a magazine; asked of each, "yes"."""
-    match = _PAIR_BOTH.match(question)
-    if not match or closed_options(question) != ["yes", "no"]:
+    match = _PAIR_BOTH.match(question.text)
+    if not match or not question.asks_yes_or_no:
         return []
     names = [match.group("first").strip(), match.group("second").strip()]
     if not all(_named(name) for name in names) or re.search(r",|\bor\b", match.group("asked")):
@@ -339,16 +360,16 @@ def _one_of(asked: str) -> str:
 
 def answered_yes_or_no(hop: Hop) -> bool:
     """A hop asking yes or no of one thing, answered with one of them."""
-    return closed_options(hop.question or hop.template) == ["yes", "no"] and hop.answer in ("yes", "no")
+    return hop.asked.asks_yes_or_no and hop.answer in ("yes", "no")
 
 
-def yes_no_answer(hops: list[Hop], question: str) -> str | None:
+def yes_no_answer(hops: list[Hop], question: Question) -> str | None:
     """A yes/no question's answer from hops that each ask yes or no of one thing ("Were A and B both
     English?" as "Was A English?" and "Was B English?"): "yes" when every hop says yes. None when the
     question or a hop is not yes/no (the question is then read over every hop's results). Each hop is
     read with one thing's page in front of the reader; read whole, the question was answered "yes"
     for a Nicaraguan poet and an English writer both being English."""
-    if len(hops) < 2 or closed_options(question) != ["yes", "no"] or not all(answered_yes_or_no(h) for h in hops):
+    if len(hops) < 2 or not question.asks_yes_or_no or not all(answered_yes_or_no(h) for h in hops):
         return None
     return "yes" if all(hop.answer == "yes" for hop in hops) else "no"
 

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from backend.evidence import choice_options, is_yes_no_question, named_phrases
 from backend.tools.text_ranking import tokenize
+
+if TYPE_CHECKING:
+    from backend.question import Question
 
 _HEADING_MAX_WORDS = 8
 _COMPARING = re.compile(r"\b(?:first|earlier|earliest|older|oldest|younger|youngest|later|both)\b", re.IGNORECASE)
@@ -39,14 +42,13 @@ def image_heading(text: str) -> str:
     return first
 
 
-def compared_things(question: str) -> list[str]:
+def compared_things(question: Question) -> list[str]:
     """The things a question compares: a choice's options, or the names of a yes/no question or of a
     question asking which came first (older, both ...); [] for any other question."""
-    options = choice_options(question)
-    if options:
-        return options
-    names = [part for name in named_phrases(question) for part in _split_pair(name)]
-    if len(names) >= 2 and (is_yes_no_question(question) or _COMPARING.search(question)):
+    if question.choices:
+        return list(question.choices)
+    names = [part for name in question.names for part in _split_pair(name)]
+    if len(names) >= 2 and (question.yes_no or _COMPARING.search(question.text)):
         return names
     return []
 
@@ -71,7 +73,7 @@ def is_about(title: str, thing: str) -> bool:
     return bool(title_words and thing_words) and (thing_words <= title_words or title_words <= thing_words)
 
 
-def gap_query(question: str, heading: str, titles: Iterable[str], searched: set[str]) -> str | None:
+def gap_query(question: Question, heading: str, titles: Iterable[str], searched: set[str]) -> str | None:
     """The search the image's text leaves to do (see the module's docstring), or None. `heading`: the
     image text's heading ("" if none); `titles`: the retrieved passages' titles; `searched`: the
     queries searched so far, lower-cased."""
@@ -82,7 +84,7 @@ def gap_query(question: str, heading: str, titles: Iterable[str], searched: set[
         name = thing[first.start():] if first else thing  # "two scientists Ernst Messerschmid": the name
         if name.lower() not in searched and not any(is_about(title, thing) for title in about):
             return name
-    if compared or not heading or heading.lower() in searched or _THE_IMAGE.search(question):
+    if compared or not heading or heading.lower() in searched or _THE_IMAGE.search(question.text):
         return None
-    heading_words, asked = _name_words(heading), set(tokenize([question])[0])
+    heading_words, asked = _name_words(heading), set(tokenize([question.text])[0])
     return heading if heading_words and not heading_words <= asked else None

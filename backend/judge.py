@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from backend.answer_match import answer_contains, normalize_answer, same_answer_contained, shares_a_word  # noqa: F401  (re-exported)
 from backend.answer_kind import kind_problem, says_not_of_kind
-from backend.evidence import closed_options, select_evidence, stating_sentence
+from backend.evidence import select_evidence, stating_sentence
 from backend.llm.base import ChatModel
 from backend.prompts import judge as prompts
+from backend.question import Question
 
 CORRECT, INCORRECT, NOT_ATTEMPTED, UNSURE = "correct", "incorrect", "not_attempted", "unsure"
 LABELS = (CORRECT, INCORRECT, NOT_ATTEMPTED, UNSURE)
@@ -124,8 +125,10 @@ class Judge:
         self.model = model
         self.require_overlap = require_overlap
 
-    def grade(self, question: str, answer: str, ground_truth: str) -> Verdict:
-        problem = answer_problem(question, answer)
+    def grade(self, question: Question | str, answer: str, ground_truth: str) -> Verdict:
+        """`question` as the episode parsed it, or its text (parsed here, once)."""
+        question = Question.of(question)
+        problem = answer_problem(question.text, answer)
         if problem is not None and normalize_answer(answer) and normalize_answer(answer) == normalize_answer(ground_truth):
             problem = None  # the gold answer itself, even where it looks cut off ("Finnmark county," in HotpotQA)
         if problem is not None:
@@ -138,10 +141,10 @@ class Judge:
         if self.require_overlap and not shares_a_word(answer, ground_truth):
             return Verdict(INCORRECT, "no-overlap", ["the answer shares no word with the gold answer"])
         options = [CORRECT, INCORRECT]
-        choice = self.model.choose(prompts.grading_messages(question, ground_truth, answer), options)
+        choice = self.model.choose(prompts.grading_messages(question.text, ground_truth, answer), options)
         # Contextual calibration: subtract each label's score on a content-free answer, so a
         # model's prior preference for one label does not decide the verdict.
-        prior = self.model.choose(prompts.grading_messages(question, ground_truth, "N/A"), options)
+        prior = self.model.choose(prompts.grading_messages(question.text, ground_truth, "N/A"), options)
         calibrated = {o: choice.logprobs[o] - prior.logprobs[o] for o in options}
         label = max(options, key=lambda o: calibrated[o])
         scores = ", ".join(f"{k} {v:+.2f}" for k, v in calibrated.items())
@@ -158,11 +161,11 @@ class Judge:
         return Verdict(label, method, feedback, confidence=confidence)
 
     @staticmethod
-    def _grade_closed(question: str, answer: str, ground_truth: str) -> Verdict | None:
+    def _grade_closed(question: Question, answer: str, ground_truth: str) -> Verdict | None:
         """A closed question ("A or B?", yes/no) whose gold is one of its options is graded by the option
         the answer names: "yes" is never right for "no". None when the answer names both options
         (left to the other rules) or the gold is not among the options."""
-        options = closed_options(question)
+        options = list(question.options)
         gold = next((o for o in options if normalize_answer(o) == normalize_answer(ground_truth)), None)
         if gold is None:
             return None
@@ -174,30 +177,33 @@ class Judge:
         chose = f"names {named[0]!r}" if named else "names none of them"
         return Verdict(INCORRECT, "closed-choice", [f"the question allows {' or '.join(options)}; the answer {chose}"])
 
-    def evaluate_without_ground_truth(self, question: str, answer: str, passages: list[dict]) -> Verdict:
+    def evaluate_without_ground_truth(self, question: Question | str, answer: str, passages: list[dict]) -> Verdict:
         """Three evaluators vote pass/fail and the arbiter decides; the verdict is unverified, and where
-        the arbiter chose "correct" it is "unsure" (leaning correct): see the module's note."""
+        the arbiter chose "correct" it is "unsure" (leaning correct): see the module's note. `question`
+        as the episode parsed it, or its text (parsed here, once)."""
+        question = Question.of(question)
+        text = question.text
         titles = list(dict.fromkeys(p.get("title", "") for p in passages))[:8]
-        problem = answer_problem(question, answer)
+        problem = answer_problem(text, answer)
         if problem is not None:
             return Verdict(NOT_ATTEMPTED, "no-answer", [problem], source=FROM_JUDGE, evidence=titles)
         wrong_kind = kind_problem(question, answer)
         if wrong_kind is not None:  # decided without a model: "Moldova" for a capital city is no capital
             return Verdict(INCORRECT, ANSWER_KIND, [f"the answer is not of the kind the question asks for: {wrong_kind}"],
                            source=FROM_JUDGE, evidence=titles)
-        evidence = select_evidence(question, passages, max_chars=1500, max_passage_chars=400)
+        evidence = select_evidence(text, passages, max_chars=1500, max_passage_chars=400)
         feedback, votes = [], []
         for name, criterion in prompts.EVALUATORS.items():
-            choice = self.model.choose(prompts.evaluator_messages(question, evidence, answer, criterion), ["yes", "no"])
+            choice = self.model.choose(prompts.evaluator_messages(text, evidence, answer, criterion), ["yes", "no"])
             vote = "pass" if choice.label == "yes" else "fail"
             votes.append(f"{name}: {vote}")
             feedback.append(f"{name}: {vote} ({criterion})")
-        arbiter = self.model.choose(prompts.arbiter_messages(question, evidence, answer, votes), [CORRECT, INCORRECT])
+        arbiter = self.model.choose(prompts.arbiter_messages(text, evidence, answer, votes), [CORRECT, INCORRECT])
         confidence = _rounded(_probability(arbiter.logprobs, arbiter.label))
         if arbiter.label != CORRECT:
             return Verdict(arbiter.label, "evaluators+arbiter", feedback, source=FROM_JUDGE, confidence=confidence,
                            evidence=titles)
-        stated = bool(closed_options(question)) or bool(stating_sentence(answer, question, passages))
+        stated = question.closed or bool(stating_sentence(answer, text, passages))
         feedback.append("unsure: the arbiter said correct, but without ground truth the Judge cannot confirm it"
                         + ("" if stated else "; no retrieved sentence states this answer"))
         if not stated and confidence is not None and confidence > UNSTATED_CONFIDENCE:

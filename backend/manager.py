@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 
 from backend.answer_match import answer_contains, normalize_answer
 from backend.config import MemoryConfig
-from backend.evidence import closed_options, stating_sentence
+from backend.evidence import stating_sentence
 from backend.llm.base import ChatModel
 from backend.prompts.manager import classify_messages
+from backend.question import Question
 from backend.strategy import strategy_outline
 from backend.taught import taught_of
 from memory_db import ContrastiveMemories, Memory, MemoryStore, NewMemory
@@ -50,10 +51,10 @@ _TYPE_RULES = (
 )
 
 
-def type_by_wording(question: str) -> str | None:
-    text = " ".join(question.lower().split())
+def type_by_wording(question: Question) -> str | None:
+    text = " ".join(question.text.lower().split())
     found = next((name for name, pattern in _TYPE_RULES if re.search(pattern, text)), None)
-    return found or ("property" if closed_options(question) else None)
+    return found or ("property" if question.closed else None)
 
 
 def clean_plan_steps(plan_steps: list[str], answer: str, question: str) -> list[str]:
@@ -91,7 +92,7 @@ def distinct_searches(steps: list) -> list[dict]:
     return searches
 
 
-def workflow_record(*, steps: list, passages: list[dict], question: str, support: str | None,
+def workflow_record(*, steps: list, passages: list[dict], question: Question, support: str | None,
                     ground_truth: str | None) -> dict:
     """The workflow as data, kept in a memory's provenance so that its strategy can be read back without
     its entities (backend.strategy): each distinct search with the titles it found, the title of the
@@ -99,12 +100,12 @@ def workflow_record(*, steps: list, passages: list[dict], question: str, support
     return {
         "searches": [{**s, "titles": s["titles"][:5]} for s in distinct_searches(steps)],
         "support_title": support.split(":", 1)[0].strip() if support else None,
-        "gold_retrieved": (bool(stating_sentence(ground_truth, question, passages))
-                           if ground_truth and not closed_options(question) else None),
+        "gold_retrieved": (bool(stating_sentence(ground_truth, question.text, passages))
+                           if ground_truth and not question.closed else None),
     }
 
 
-def workflow_summary(*, question: str, steps: list, passages: list[dict], answer: str, verdict: str,
+def workflow_summary(*, question: Question, steps: list, passages: list[dict], answer: str, verdict: str,
                      verified: bool, ground_truth: str | None = None, support: str | None = None) -> str:
     """How the question was researched, from the run's own steps: each distinct search with what it
     found, the sentence the answer rests on, and why the answer was (in)correct."""
@@ -123,11 +124,11 @@ def workflow_summary(*, question: str, steps: list, passages: list[dict], answer
         parts.append(f"Answered '{answer}': correct (verified).")
     else:
         why = ""
-        if ground_truth and closed_options(question):
+        if ground_truth and question.closed:
             # The question names its answers: no passage "states" one, so where it stood says nothing.
             why = f" The right answer, of those the question allows, was '{ground_truth}'."
         elif ground_truth:
-            where = stating_sentence(ground_truth, question, passages)
+            where = stating_sentence(ground_truth, question.text, passages)
             why = (f" The right answer '{ground_truth}' was in a retrieved passage ({where.split(':', 1)[0]}) "
                    "but was not read from it." if where else
                    f" The right answer '{ground_truth}' was in no retrieved passage: the searches missed it.")
@@ -207,17 +208,17 @@ class Manager:
 
         return ContrastiveMemories(successful=verified(found.successful), failed=verified(found.failed))
 
-    def classify(self, question: str) -> str:
+    def classify(self, question: Question) -> str:
         by_wording = type_by_wording(question)
         if by_wording is not None:
             return by_wording
-        choice = self.model.choose(classify_messages(question, QUESTION_TYPES), list(QUESTION_TYPES))
+        choice = self.model.choose(classify_messages(question.text, QUESTION_TYPES), list(QUESTION_TYPES))
         return choice.label if choice.label in QUESTION_TYPES else "others"
 
     def consolidate(
         self,
         *,
-        question: str,
+        question: Question | str,
         caption: str | None,
         plan_steps: list[str],
         steps: list,
@@ -232,8 +233,10 @@ class Manager:
     ) -> Consolidation:
         """Store the trajectory as a memory: a workflow summary (compress) or, for the memento baseline,
         a plain case (plan + outcome). `provenance` says whether the verdict is verified and holds the
-        ground truth when there is one; `steps` are the Executor's (backend.executor.Step)."""
-        clean_steps = clean_plan_steps(plan_steps, answer, question)
+        ground truth when there is one; `steps` are the Executor's (backend.executor.Step). `question` as
+        the episode parsed it, or its text (training's rollouts: parsed here, once)."""
+        question = Question.of(question)
+        clean_steps = clean_plan_steps(plan_steps, answer, question.text)
         if compress:
             summary = workflow_summary(
                 question=question, steps=steps, passages=passages, answer=answer, verdict=verdict,
@@ -244,7 +247,7 @@ class Manager:
             summary, source = case_summary(clean_steps, answer, verdict), "case"
         memory = self.store.add(
             NewMemory(
-                question=question,
+                question=question.text,
                 summary=cap_words(summary, self.summary_max_words),
                 plan="\n".join(f"{i}. {s}" for i, s in enumerate(clean_steps, 1)),
                 correct=verdict == "correct",

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from backend.hops import each_of_pair, parse_subquestions, sensible
 from backend.llm.base import ChatModel, Completion
 from backend.prompts import planner as prompts
 from backend.prompts.planner import PLAN_PREFILL, REPLAN_WHEN
+
+if TYPE_CHECKING:
+    from backend.question import Question
 
 # A blueprint step is an action. A step that opens with anything else usually states a fact
 # (often the guessed answer), which the paper's Planner must never put in a plan.
@@ -130,20 +134,20 @@ class Planner:
             notes.append("no action step was left; using a single search step")
         return Blueprint(text=text.strip(), steps=kept, completion=completion, recovered="; ".join(notes) or None)
 
-    def decompose(self, question: str, worked_text: str = "", caption: str | None = None,
+    def decompose(self, question: Question, worked_text: str = "", caption: str | None = None,
                   temperature: float = 0.0, unstated: str | None = None) -> Blueprint:
         """A plan of sub-questions (backend.hops) after `worked_text`'s examples from memory; the question
         itself as the one sub-question when the model's text gives none. `unstated`: the answer the
         question researched as one hop found, which no retrieved text states (a reflection asking for hops)."""
-        messages = prompts.decompose_messages(question, worked_text, caption, unstated)
+        messages = prompts.decompose_messages(question.text, worked_text, caption, unstated)
         completion = self.model.generate(messages, max_new_tokens=self.max_new_tokens, prefill=prompts.DECOMPOSE_PREFILL,
                                          stop=("\n\n", "Question:"), temperature=temperature)
         text = prompts.DECOMPOSE_PREFILL + completion.text
         subquestions, recovered = sensible(parse_subquestions(text), question)
         if not subquestions:
             note = "no sub-question could be read; researching the question as one hop"
-            subquestions, recovered = [question], f"{recovered}; {note}" if recovered else note
-        if subquestions == [question] and (each := each_of_pair(question)):
+            subquestions, recovered = [question.text], f"{recovered}; {note}" if recovered else note
+        if subquestions == [question.text] and (each := each_of_pair(question)):
             note = "but a yes/no question about two things is asked of each instead"
             subquestions, recovered = each, f"{recovered}; {note}" if recovered else note
         return Blueprint(text=text.strip(), steps=subquestions, completion=completion, recovered=recovered)

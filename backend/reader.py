@@ -11,16 +11,20 @@ states it where the model quotes first.
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 from backend import protocol
 from backend.answer_match import normalize_answer
 from backend.protocol import clean_query
 from backend.events import Event, ExecutorThought, Recovery, TextDelta
-from backend.evidence import choice_options, closed_options, evidence_lines
+from backend.evidence import evidence_lines
 from backend.fact_comparison import comparison_of, decide
-from backend.hops import asked_kind, restates_its_subject
+from backend.hops import restates_its_subject
 from backend.llm.base import ChatModel, Choice, Completion
 from backend.prompts import executor as prompts
+
+if TYPE_CHECKING:
+    from backend.question import Question
 
 
 def choose_option(model: ChatModel, messages: list[dict], options: list[str], prefill: str) -> Choice:
@@ -117,7 +121,7 @@ class AnswerReading:
     def _quotes(self) -> bool:
         return self.read_by_quote and not self.model.traits.small
 
-    def read_answer(self, question: str, *, draft: bool = False) -> Generator[Event, None, str]:
+    def read_answer(self, question: Question, *, draft: bool = False) -> Generator[Event, None, str]:
         """The answer read from the evidence alone, as a short span. A closed question ("A or B?",
         "Between A and B, ...", a yes/no question) is answered by a constrained choice among its options;
         a larger model first copies each named option's fact, and a comparison of dates or amounts is
@@ -127,15 +131,15 @@ class AnswerReading:
         first: on 100 `train` bridge questions exact match rose from 32% to 39%, containment from 50% to
         51%. A `draft` (a guided turn's "is the answer found yet?") is read plain: a quoted draft tends
         to be the first hop's sentence, which the results state, so the search stopped one hop short."""
-        options = closed_options(question)
+        text, options = question.text, list(question.options)
         if options:
             prefill = prompts.CHOICE_PREFILL
-            named = choice_options(question)
+            named = list(question.choices)
             if named and self.compare_by_facts and not self.model.traits.small:
-                comparison = comparison_of(question)
+                comparison = comparison_of(text)
                 compared = (comparison.kind if comparison else "") if self.facts_by_kind else None
-                messages = self._reader_messages(question, prompts.option_facts_ask(
-                    question, named, from_conversation=self._reads_conversation(), compared=compared))
+                messages = self._reader_messages(text, prompts.option_facts_ask(
+                    text, named, from_conversation=self._reads_conversation(), compared=compared))
                 facts = self._option_facts(messages, named)
                 yield ExecutorThought(self.run_id, turn=self.turn_count, text=prompts.option_facts_text(facts).strip())
                 decided = decide(comparison, facts) if comparison else None
@@ -147,7 +151,7 @@ class AnswerReading:
                     return decided
                 prefill = prompts.option_facts_text(facts) + prompts.CHOICE_PREFILL
             else:
-                messages = self._reader_messages(question)
+                messages = self._reader_messages(text)
             choice = choose_option(self.model, messages, options, prefill)
             yield Recovery(
                 self.run_id, turn=self.turn_count, reason="closed question: its answer is one of its options",
@@ -165,7 +169,7 @@ class AnswerReading:
             return better or answer
         return answer
 
-    def _read_open(self, question: str, *, draft: bool, not_this: str = "") -> Generator[Event, None, str]:
+    def _read_open(self, question: Question, *, draft: bool, not_this: str = "") -> Generator[Event, None, str]:
         """An open question's answer as a short span, by quote where that is on; `not_this`, an answer
         already read that the question itself names, is said not to be it. A final read of a question
         asking where is told the answer is a place (`says_a_place`): with both gold paragraphs in front
@@ -174,13 +178,14 @@ class AnswerReading:
         held the gold one instead of 5 and 6 matched it exactly instead of 2 (docs/evaluation.md). A
         draft is read without it: it decides whether the search goes on, and was not measured so."""
         note = prompts.NOT_THE_ANSWER.format(answer=not_this) if not_this else ""
-        if self.says_a_place and not draft and asked_kind(question) == ("<place>",):
+        if self.says_a_place and not draft and question.asks_where:
             note = prompts.A_PLACE + note
+        text = question.text
         prefill = prompts.ANSWER_PREFILL
         quote = None
         if self._quotes and not draft:
-            messages = self._reader_messages(question, prompts.quote_ask(
-                question, from_conversation=self._reads_conversation()) + note)
+            messages = self._reader_messages(text, prompts.quote_ask(
+                text, from_conversation=self._reads_conversation()) + note)
             written = self.model.generate(messages, max_new_tokens=48, stop=("\n",), prefill=prompts.QUOTE_PREFILL).text
             quote = " ".join(written.split())
         if quote is not None:
@@ -188,8 +193,8 @@ class AnswerReading:
             yield ExecutorThought(self.run_id, turn=self.turn_count, text=quoted)
             prefill = f"{quoted}\n{prompts.ANSWER_PREFILL}"
         else:
-            messages = self._reader_messages(question, prompts.plain_ask(question, note=note,
-                                                                         from_conversation=self._reads_conversation()))
+            messages = self._reader_messages(text, prompts.plain_ask(text, note=note,
+                                                                     from_conversation=self._reads_conversation()))
         completion = None
         for item in self.model.stream(messages, max_new_tokens=32, stop=("\n\n",), prefill=prefill):
             if isinstance(item, Completion):

@@ -22,14 +22,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from backend.events import ToolCalled, ToolReturned
-from backend.evidence import closed_options, is_about, stating_sentence
-from backend.evidence import named_phrases
+from backend.evidence import is_about, stating_sentence
 from backend.tools.base import Tool
 from backend.tools.text_ranking import tokenize
 from memory_db.named_things import name_the_same_things, names_missing, numbers
 from memory_db.provenance import Provenance, provenance_update, read_provenance
+
+if TYPE_CHECKING:
+    from backend.question import Question
 
 TYPED, THUMBS_UP = "typed", "thumbs up"
 MAX_CANDIDATES = 5  # the most similar memories checked for a taught answer
@@ -169,31 +172,31 @@ def recall(store, question: str, namespace: str, *, min_similarity: float, capti
     return Recalled(near=near, near_why=why_not_a_rewording(question, near.question) if near else "")
 
 
-def evidence_queries(question: str, answer: str, evidence: dict | None = None) -> list[str]:
+def evidence_queries(question: Question, answer: str, evidence: dict | None = None) -> list[str]:
     """Searches that look for where a source states `answer`: the search that found it when it was
     taught (`evidence`), the question's names alone (a one-hop answer stands in their page), then the
     answer beside them (the page of a second hop)."""
-    names = " ".join(named_phrases(question)) or question
+    names = " ".join(question.names) or question.text
     found = [evidence["query"]] if evidence and evidence.get("query") else []
     return list(dict.fromkeys([*found, names, f"{answer} {names}"]))
 
 
-def stating_about(answer: str, question: str, passages: list[dict]) -> str:
+def stating_about(answer: str, question: Question, passages: list[dict]) -> str:
     """'Title: sentence' of the first passage whose sentence states `answer` about what the question asks
     (backend.evidence.is_about: "United States" taught for the Eiffel Tower is not stated by the Statue
     of Liberty's page), or ""."""
     for passage in passages:
-        stated = stating_sentence(answer, question, [passage])
+        stated = stating_sentence(answer, question.text, [passage])
         title, _, sentence = stated.partition(": ")
         if stated and is_about(sentence, title, [question], answer):
             return stated
     return ""
 
 
-def evidence_in_run(events: list, question: str, answer: str) -> dict | None:
+def evidence_in_run(events: list, question: Question, answer: str) -> dict | None:
     """Where the run's own searches brought back a sentence stating `answer`: {"query", "title",
     "sentence"} of the first such search (its queries joined), or None."""
-    if closed_options(question):
+    if question.closed:
         return None
     queries = ""
     for event in events:
@@ -208,11 +211,11 @@ def evidence_in_run(events: list, question: str, answer: str) -> dict | None:
     return None
 
 
-def find_evidence(search: Tool | None, question: str, answer: str) -> dict | None:
+def find_evidence(search: Tool | None, question: Question, answer: str) -> dict | None:
     """Where the corpus states `answer` for `question`: {"query", "title", "sentence"} of the first
     search that brings back a sentence stating it, or None (no search tool, a closed question, or no
     source states it)."""
-    if search is None or closed_options(question) or not search.capabilities.query_argument:
+    if search is None or question.closed or not search.capabilities.query_argument:
         return None
     for query in evidence_queries(question, answer):
         result = search({search.capabilities.query_argument: [query]})

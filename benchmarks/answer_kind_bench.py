@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.answer_kind import kind_asked, kind_problem  # noqa: E402
+from backend.answer_kind import kind_problem  # noqa: E402
+from backend.question import Question  # noqa: E402
 from backend.answer_match import same_answer_contained  # noqa: E402
 
 EXAMPLES = [  # found on the default model (issue 65)
@@ -56,11 +57,12 @@ def read_rows(path: Path) -> list[dict]:
 
 def measure(rows: list[dict]) -> dict:
     wrong = [r for r in rows if not r["right"]]
-    wrong_kind = [(r, kind_problem(r["question"], r["answer"])) for r in wrong]
+    asked = {id(r): Question.parse(r["question"]) for r in rows}
+    wrong_kind = [(r, kind_problem(asked[id(r)], r["answer"])) for r in wrong]
     wrong_kind = [(r, p) for r, p in wrong_kind if p]
-    refused = [(r, kind_problem(r["question"], r["answer"])) for r in rows if r["right"]]
+    refused = [(r, kind_problem(asked[id(r)], r["answer"])) for r in rows if r["right"]]
     refused = [(r, p) for r, p in refused if p]
-    return {"rows": len(rows), "asked": sum(kind_asked(r["question"]) is not None for r in rows),
+    return {"rows": len(rows), "asked": sum(asked[id(r)].kind is not None for r in rows),
             "wrong": len(wrong), "wrong_kind": wrong_kind, "refused": refused}
 
 

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backend.config import load_config  # noqa: E402
 from backend.hops import asks_for_time  # noqa: E402
+from backend.question import Question  # noqa: E402
 from backend.planner import Planner  # noqa: E402
 from backend.runtime import make_chat_model  # noqa: E402
 
@@ -43,7 +44,8 @@ def main() -> None:
     one_hop, hop_counts, chained_bridges, bridges, dated = Counter(), Counter(), 0, 0, 0
     started = time.perf_counter()
     for record in records:
-        blueprint = planner.decompose(record["question"])
+        question = Question.parse(record["question"])
+        blueprint = planner.decompose(question)
         steps = blueprint.steps
         print(f"\nQ: {record['question']}  [{record.get('type', '?')}; gold: {record['answer']}]")
         for number, step in enumerate(steps, 1):
@@ -54,7 +56,7 @@ def main() -> None:
             one_hop[(blueprint.recovered or "written as one hop").split(":")[0]] += 1
         else:
             hop_counts[len(steps)] += 1
-        dated += len(steps) > 1 and asks_for_time(steps[-1]) and not asks_for_time(record["question"])
+        dated += len(steps) > 1 and asks_for_time(steps[-1]) and not question.asks_when
         if record.get("type") == "bridge" and len(steps) > 1:
             bridges += 1
             chained_bridges += "#" in steps[-1]

@@ -34,10 +34,9 @@ from backend.answer_match import answer_contains  # noqa: E402
 from backend.config import load_config  # noqa: E402
 from backend.eval.losses import record_supporting_titles  # noqa: E402
 from backend.eval.metrics import exact_match  # noqa: E402
-from backend.evidence import closed_options  # noqa: E402
 from backend.executor import ExecutorSession  # noqa: E402
-from backend.hops import asked_kind  # noqa: E402
 from backend.metering import RunMeter  # noqa: E402
+from backend.question import Question  # noqa: E402
 from backend.runtime import make_chat_model  # noqa: E402
 from backend.tools import build_tools  # noqa: E402
 
@@ -48,7 +47,7 @@ VARIANTS = {  # (compare_by_facts, read_by_quote, says_a_place, facts_by_kind)
 
 
 def read(model, tools, record: dict, variant: tuple[bool, bool, bool, bool]) -> dict:
-    question = record["question"]
+    question = Question.parse(record["question"])
     compare_by_facts, read_by_quote, says_a_place, facts_by_kind = variant
     session = ExecutorSession(model, tools, RunMeter(), "reader-bench", guided=True, compare_by_facts=compare_by_facts,
                               read_by_quote=read_by_quote, says_a_place=says_a_place, facts_by_kind=facts_by_kind)
@@ -67,7 +66,7 @@ def read(model, tools, record: dict, variant: tuple[bool, bool, bool, bool]) -> 
     seconds = time.perf_counter() - started
     gold = record["answer"]
     retrieved = {p.get("title") for p in session.passages}
-    return {"id": record["id"], "type": record.get("type", ""), "closed": bool(closed_options(question)),
+    return {"id": record["id"], "type": record.get("type", ""), "closed": question.closed,
             "answer": answer, "gold": gold, "em": exact_match(answer, gold),
             "contains": float(answer_contains(answer, gold) or answer_contains(gold, answer)),
             "gold_retrieved": all(t in retrieved for t in record_supporting_titles(record)), "seconds": seconds}
@@ -93,7 +92,7 @@ def main() -> None:
     records = [json.loads(line) for line in Path(args.data).read_text(encoding="utf-8").splitlines() if line.strip()]
     records = [r for r in records if args.type == "all" or r.get("type") == args.type][args.offset:args.offset + args.limit]
     if args.asking == "place":
-        records = [r for r in records if asked_kind(r["question"]) == ("<place>",)]
+        records = [r for r in records if Question.parse(r["question"]).asks_where]
 
     config = load_config()
     model = make_chat_model(config, "executor")

@@ -27,6 +27,7 @@ from backend.hops import worked_examples_shown
 from backend.plan_review import PERSON, plan_text
 from backend.planner import Planner
 from backend.prompts.manager import format_memories
+from backend.question import Question
 from backend.replay import replay
 from backend.runlog import RunLog
 
@@ -145,7 +146,7 @@ def stage1_records(items: Iterable[QuestionItem], planner: Planner, tools_text: 
             records.append(persons_record(item, plan_shape))
             continue
         if plan_shape == "subquestions":
-            blueprint = planner.decompose(item.question, item.memory_context)
+            blueprint = planner.decompose(Question.parse(item.question), item.memory_context)
         else:
             blueprint = planner.plan(item.question, item.memory_context, tools_text)
         records.append(RLRecord(item.question, item.ground_truth, item.source, item.memory_context,

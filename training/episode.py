@@ -26,6 +26,7 @@ from backend.executor import Step
 from backend.judge import CORRECT, FROM_GROUND_TRUTH, INCORRECT, Judge, Verdict, answer_contains
 from backend.llm.base import ChatModel
 from backend.methods import METHODS
+from backend.question import Question
 from backend.tools.base import Tool, once_per_question_tools
 from training.rewards import Reward, TraceStep, executor_reward, planner_format_ok, planner_reward
 
@@ -51,11 +52,11 @@ class GraderJudge:
     def __init__(self, grader) -> None:
         self.grader = grader
 
-    def grade(self, question: str, answer: str, ground_truth: str) -> Verdict:
-        correct = self.grader.correct(question, answer, ground_truth)
+    def grade(self, question: Question, answer: str, ground_truth: str) -> Verdict:
+        correct = self.grader.correct(question.text, answer, ground_truth)
         return Verdict(CORRECT if correct else INCORRECT, "training-grader", source=FROM_GROUND_TRUTH)
 
-    def evaluate_without_ground_truth(self, question: str, answer: str, passages: list[dict]) -> Verdict:
+    def evaluate_without_ground_truth(self, question: Question, answer: str, passages: list[dict]) -> Verdict:
         return self.grade(question, answer, "")
 
 

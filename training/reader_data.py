@@ -34,12 +34,12 @@ from pathlib import Path
 from backend.answer_match import answer_contains, normalize_answer
 from backend.config import AgentConfig
 from backend.eval.losses import record_supporting_titles
-from backend.evidence import choice_options, closed_options
 from backend.executor import ExecutorSession
 from backend.llm.base import Choice, Completion, ModelTraits
 from backend.llm.reader_adapter import file_sha256
 from backend.metering import RunMeter
 from backend.prompts import executor as prompts
+from backend.question import Question
 from backend.tools.corpus import HOTPOTQA_SOURCE, Document
 from backend.tools.search import WikiSearchTool
 from backend.tools.wiki_index import WikiIndex, bm25_retriever
@@ -172,13 +172,13 @@ class GoldReader:
 
     supports_images = False
 
-    def __init__(self, question: str, answer: str, sentence: str, traits: ModelTraits,
+    def __init__(self, question: Question, answer: str, sentence: str, traits: ModelTraits,
                  fact_of: Callable[[str], str] | None = None, name: str = "gold-reader") -> None:
         self.traits, self.name = traits, name
         self.answer = " ".join(answer.split())
         self.sentence = sentence
         self.fact_of = fact_of
-        self.options = {o.casefold(): o for o in choice_options(question)}
+        self.options = {o.casefold(): o for o in question.choices}
         self.calls: list[Call] = []
 
     def _write(self, messages: list[dict], prefill: str) -> str:
@@ -243,7 +243,7 @@ def _prompt_text(messages: list[dict]) -> str:
     return " ".join(" ".join(str(m.get("content", "")) for m in messages).split())
 
 
-def gold_reads(question: str, gold: GoldReader, search: WikiSearchTool, queries: list[str],
+def gold_reads(question: Question, gold: GoldReader, search: WikiSearchTool, queries: list[str],
                agent: AgentConfig = AgentConfig()) -> list[tuple[list[dict], list[dict]]]:
     """The app's session searches `queries` with `search`, then reads the answer with `gold`; the
     reads (messages, segments), or [] when the reading asks for what `gold` does not know, the
@@ -279,13 +279,13 @@ def gold_reads(question: str, gold: GoldReader, search: WikiSearchTool, queries:
 def reading_examples(record: dict, traits: ModelTraits, agent: AgentConfig = AgentConfig()) -> list[ReadingExample]:
     """The reader's reads of one HotpotQA question, its supporting titles searched over its own ten
     paragraphs, with what the supporting facts state."""
-    question = " ".join(record["question"].split())
+    question = Question.parse(" ".join(record["question"].split()))
     gold = GoldReader(question, record["answer"], answer_sentence(record), traits,
                       fact_of=lambda option: option_fact(record, option))
     queries = record_supporting_titles(record)
-    if split_of(record["id"] + "/query", 0.5) == "validation" and not closed_options(question):
-        queries = [question, *queries]  # as a model's first query often is: the question itself
-    return [ReadingExample(record["id"], question, gold.answer, "supporting-facts", messages, segments,
+    if split_of(record["id"] + "/query", 0.5) == "validation" and not question.closed:
+        queries = [question.text, *queries]  # as a model's first query often is: the question itself
+    return [ReadingExample(record["id"], question.text, gold.answer, "supporting-facts", messages, segments,
                            split_of(record["id"]))
             for messages, segments in gold_reads(question, gold, context_search(record), queries, agent)]
 
@@ -305,13 +305,14 @@ def verified_run_examples(data_dir: Path, namespace: str, traits: ModelTraits, m
                           for p in run.passages if p.get("title") and p.get("text")}.values())
         sentence = _window(stating_sentence(run.answer, run.question, run.passages, max_chars=400), run.answer,
                            QUOTE_WORDS) if documents else ""
-        if not sentence or closed_options(run.question):
+        question = Question.parse(run.question)
+        if not sentence or question.closed:
             continue
-        gold = GoldReader(run.question, run.answer, sentence, traits)
+        gold = GoldReader(question, run.answer, sentence, traits)
         search = WikiSearchTool(WikiIndex(documents, bm25_retriever(documents)))
         examples += [ReadingExample(run.source, run.question, gold.answer, "verified-runs", messages, segments,
                                     split_of(run.source))
-                     for messages, segments in gold_reads(run.question, gold, search, run.queries, agent)]
+                     for messages, segments in gold_reads(question, gold, search, run.queries, agent)]
     return examples
 
 

@@ -13,6 +13,7 @@ from app.report import APPENDIX, report_markdown
 from app.report_pdf import report_pdf
 from backend.events import AnswerReady, HopAnswered, RunFinished, RunStarted, ToolReturned, VerdictReady
 from backend.feedback_queue import FeedbackItem
+from backend.question import Question
 from tests.app.test_report import SCRIPT, passage, run_events
 
 BRIDGE = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
@@ -55,7 +56,7 @@ def test_the_answer_sentence_names_what_it_is_about_and_a_numbers_unit():
     assert unit_of("1987", ["The reactor opened in 1987 after a decade."]) == ""  # a year has no unit
     assert unit_of("3,200", ["It seats 3,200 people in its hall."]) == "people"
     assert unit_of("12", ["It has 12 and more."]) == "" and unit_of("Paris", ["Paris is big."]) == ""
-    assert about("Which magazine was started first, Arthur's Magazine or First for Women?",
+    assert about(Question.parse("Which magazine was started first, Arthur's Magazine or First for Women?"),
                  "Arthur's Magazine") == "Arthur's Magazine and First for Women"
     assert (answer_sentence("What tariff per tonne does the Vellmark notice state?", "17",
                             ["HARBOUR OF VELLMARK TARIFF 2025: 17 CROWNS PER TONNE"])

@@ -11,10 +11,11 @@ from dataclasses import replace
 import pytest
 
 from backend.agent import ResearchAgent, RunRequest
-from backend.answer_kind import kind_asked, kind_problem, says_not_of_kind, span_of_kind
+from backend.answer_kind import kind_problem, says_not_of_kind, span_of_kind
 from backend.events import AnswerReady, Recovery, ToolCalled, VerdictReady
 from backend.judge import ANSWER_KIND, INCORRECT, NOT_ATTEMPTED, UNSTATED_CONFIDENCE, UNSURE, Judge
 from backend.llm.base import Choice
+from backend.question import Question
 from backend.runlog import RunLog
 from memory_db import MemoryStore
 from tests.backend.conftest import scripted_config
@@ -52,17 +53,17 @@ JAWS = "In which country was the director of the film Jaws born?"
     ("What did Spielberg film in 1975?", "Pennsylvania", None),  # a bare "what": the words do not say
 ])
 def test_an_answer_is_checked_against_the_kind_the_question_asks_for(question, answer, problem):
-    assert kind_problem(question, answer) == problem
+    assert kind_problem(Question.parse(question), answer) == problem
     if problem:
         assert says_not_of_kind(problem)
 
 
 def test_a_name_of_the_kind_asked_is_found_beside_the_wrong_one():
-    kind = kind_asked(JAWS)
+    kind = Question.parse(JAWS).kind
     assert span_of_kind(kind, "Pennsylvania is a state located in the Northeastern regions of the United States.") \
         == "United States"
     assert span_of_kind(kind, "Pennsylvania borders Delaware and Ohio.") is None
-    assert span_of_kind(kind_asked("When was he born?"), "He was born in 1946 in Ohio.") is None  # only names the gazetteer knows
+    assert span_of_kind(Question.parse("When was he born?").kind, "He was born in 1946 in Ohio.") is None  # only names the gazetteer knows
 
 
 class Unasked:

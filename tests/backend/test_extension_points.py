@@ -15,6 +15,7 @@ from backend.executor import ExecutorSession
 from backend.llm import registry
 from backend.llm.registry import BackendSpec
 from backend.metering import RunMeter
+from backend.question import Question
 from backend.runtime import make_chat_model
 from backend.tools.calculator import CalculatorTool
 
@@ -63,8 +64,8 @@ def test_a_tool_that_is_not_a_search_is_offered_in_guided_turns_and_never_forced
     )
     tools = {"search": shared_tools["search"], "calculate": CalculatorTool()}
     session = ExecutorSession(model, tools, RunMeter(), "run", guided=True)
-    session.start(question, [])
-    events = list(session.run(question, max_turns=4, deadline=float("inf")))
+    session.start(Question.parse(question), [])
+    events = list(session.run(Question.parse(question), max_turns=4, deadline=float("inf")))
 
     called = [e for e in events if isinstance(e, ToolCalled)]
     assert [c.name for c in called] == ["search", "calculate"]  # the first turn must search: the calculator waits

@@ -11,6 +11,7 @@ from backend.events import AnswerReady, ExecutorThought, Recovery, ToolCalled
 from backend.executor import ExecutorSession
 from backend.metering import RunMeter
 from backend.prompts.executor import CHOICE_PREFILL
+from backend.question import Question
 
 BORN_FIRST = "Who was born first, Marino Girolami or Daniel Myrick?"
 GUN_DOG = "Which is a type of gun dog, the Labrador Retriever or the Tibetan Terrier?"
@@ -51,10 +52,10 @@ def test_a_comparison_is_decided_only_when_both_facts_give_comparable_values():
 
 def read(model, tools, question, queries, **kwargs):
     session = ExecutorSession(model, {"search": tools["search"]}, RunMeter(), "run", guided=True, **kwargs)
-    session.start(question, [])
+    session.start(Question.parse(question), [])
     for query in queries:
         list(session.search("search", query))
-    generator, events = session.read_answer(question), []
+    generator, events = session.read_answer(Question.parse(question)), []
     while True:
         try:
             events.append(next(generator))
@@ -148,8 +149,8 @@ def test_a_guided_draft_is_read_plain_and_the_final_answer_by_quote(larger_model
     model = larger_model_class("executor", ["Billy McFarland", "Fyre Festival", "Fyre Festival", "Great Exuma",
                                                   quote, " Great Exuma"])
     session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True, read_by_quote=True)
-    session.start(question, [])
-    events = list(session.run(question, max_turns=4, deadline=time.monotonic() + 60))
+    session.start(Question.parse(question), [])
+    events = list(session.run(Question.parse(question), max_turns=4, deadline=time.monotonic() + 60))
     assert [e.arguments["query_list"][0] for e in events if isinstance(e, ToolCalled)] == ["Billy McFarland", "Fyre Festival"]
     answer = next(e for e in events if isinstance(e, AnswerReady))
     assert answer.text == "Great Exuma"

@@ -9,14 +9,16 @@ import time
 from backend.events import Recovery, ToolCalled
 from backend.executor import ExecutorSession
 from backend.metering import RunMeter
+from backend.question import Question
 
 HARD_WAY = "Who starred in the 1991 American action comedy film The Hard Way and was featured on the roster of Rawkus Records?"
 
 
 def run(model, tools, question, *, follow_links, max_turns=3):
     session = ExecutorSession(model, {"search": tools["search"]}, RunMeter(), "run", guided=True, follow_links=follow_links)
-    session.start(question, [])
-    return list(session.run(question, max_turns=max_turns, deadline=time.monotonic() + 60))
+    asked = Question.parse(question)
+    session.start(asked, [])
+    return list(session.run(asked, max_turns=max_turns, deadline=time.monotonic() + 60))
 
 
 def searched(events):
@@ -68,9 +70,8 @@ def test_an_open_question_about_two_named_things_searches_each_instead_of_a_link
 
 
 def test_the_pair_an_open_question_asks_about_is_read_from_its_names():
-    from backend.evidence import named_pair
-
-    assert named_pair("Cranium and Twin Tin Bots are both what?") == ["Cranium", "Twin Tin Bots"]
-    assert named_pair("what species of plants are Chamelaucium and Vanilla derived from?") == ["Chamelaucium", "Vanilla"]
-    assert named_pair("Were both Peter Duffell and Fred Niblo actors?") == []  # closed: yes or no
-    assert named_pair(HARD_WAY) == []
+    assert Question.parse("Cranium and Twin Tin Bots are both what?").pair == ("Cranium", "Twin Tin Bots")
+    assert Question.parse("what species of plants are Chamelaucium and Vanilla derived from?").pair == (
+        "Chamelaucium", "Vanilla")
+    assert Question.parse("Were both Peter Duffell and Fred Niblo actors?").pair == ()  # closed: yes or no
+    assert Question.parse(HARD_WAY).pair == ()

@@ -15,6 +15,7 @@ from backend.evidence import is_grounded
 from backend.executor import ExecutorSession
 from backend.prompts.executor import EXECUTOR_SYSTEM
 from backend.metering import RunMeter
+from backend.question import Question
 
 QUESTION = "In what city did the band Tinted Windows first perform?"
 
@@ -29,8 +30,8 @@ def larger_model_class(scripted_model_class):
 
 def run(model, tools, question=QUESTION, max_turns=4):
     session = ExecutorSession(model, {"search": tools["search"]}, RunMeter(), "run", guided=True)
-    session.start(question, [])
-    return list(session.run(question, max_turns=max_turns, deadline=time.monotonic() + 60))
+    session.start(Question.parse(question), [])
+    return list(session.run(Question.parse(question), max_turns=max_turns, deadline=time.monotonic() + 60))
 
 
 def session_passages(events):
@@ -98,9 +99,9 @@ def test_reflection_is_shown_where_the_results_state_the_answer(larger_model_cla
 
     model = larger_model_class("executor", ["Tinted Windows band", "Tulsa"])
     session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True)
-    session.start(QUESTION, [])
-    list(session.run(QUESTION, max_turns=4, deadline=time.monotonic() + 60))
-    support = session.answer_support(QUESTION)
+    session.start(Question.parse(QUESTION), [])
+    list(session.run(Question.parse(QUESTION), max_turns=4, deadline=time.monotonic() + 60))
+    support = session.answer_support(Question.parse(QUESTION))
     assert support.startswith("Tinted Windows (band): ") and "Tulsa" in support
     planner_model = larger_model_class("planner", choices=["yes"])  # yes: the research supports the answer
     reflection = Planner(planner_model).reflect(QUESTION, session.answer, session.trace_text(), support=support)
@@ -110,7 +111,7 @@ def test_reflection_is_shown_where_the_results_state_the_answer(larger_model_cla
     Planner(planner_model).reflect(QUESTION, "Chicago", session.trace_text(), support="")
     assert "The retrieved text does not state this answer." in planner_model.prompts[-1][-1]["content"]
     # yes/no: no sentence states "yes", so the reflection is shown what the results say about the question
-    closed = session.answer_support("Was Tinted Windows formed in New York City?")
+    closed = session.answer_support(Question.parse("Was Tinted Windows formed in New York City?"))
     assert closed.startswith("Tinted Windows (") and "formed in New York City" in closed
 
 
@@ -132,9 +133,9 @@ def test_a_draft_the_questions_own_image_states_ends_the_run_after_one_search(la
 
     def asked(model, passages):
         session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True)
-        session.start(question, [])
+        session.start(Question.parse(question), [])
         session.passages.extend(passages)
-        return list(session.run(question, max_turns=4, deadline=time.monotonic() + 60))
+        return list(session.run(Question.parse(question), max_turns=4, deadline=time.monotonic() + 60))
 
     events = asked(larger_model_class("executor", ["Vellmark tariff", "17 crowns per tonne"]), [notice])
     assert searched(events) == ["Vellmark tariff"]
@@ -157,11 +158,11 @@ def test_what_the_image_text_leaves_out_is_searched_by_name_before_any_written_q
     def asked(question, page, heading, outputs):
         session = ExecutorSession(larger_model_class("executor", outputs), {"search": shared_tools["search"]},
                                   RunMeter(), "run", guided=True)
-        session.start(question, [])
+        session.start(Question.parse(question), [])
         if page:
             session.passages.append(image_text_passage(page))
             session.image_heading = heading
-        return list(session.run(question, max_turns=4, deadline=time.monotonic() + 60))
+        return list(session.run(Question.parse(question), max_turns=4, deadline=time.monotonic() + 60))
 
     born_first = "Who was born first, Marino Girolami or Daniel Myrick?"
     page = "Daniel Myrick\n\nDaniel Myrick (born September 3, 1963) is an American film director."
@@ -190,8 +191,8 @@ def test_the_whole_image_text_is_in_the_conversation_the_answer_is_read_from(lar
     model = larger_model_class("executor", ["Capitol Records"])
     session = ExecutorSession(model, {"search": shared_tools["search"]}, RunMeter(), "run", guided=True)
     session.passages.append(image_text_passage(page))
-    session.start(question, [])
-    events = list(session.run(question, max_turns=4, deadline=time.monotonic() + 60))
+    session.start(Question.parse(question), [])
+    events = list(session.run(Question.parse(question), max_turns=4, deadline=time.monotonic() + 60))
     assert "Executive Vice President of A&R at Capitol Records" in model.prompts[0][1]["content"]
     answer = next(e for e in events if isinstance(e, AnswerReady))
     assert answer.read_from[0] == "Text in the question's image (OCR)"

@@ -8,6 +8,7 @@ import pytest
 
 from backend.judge import CORRECT, INCORRECT, NOT_ATTEMPTED, UNSURE, Judge
 from backend.manager import QUESTION_TYPES, Manager
+from backend.question import Question
 
 
 def test_exact_match_and_empty_answers_need_no_model(tiny_chat_model):
@@ -45,7 +46,7 @@ def test_three_evaluators_and_an_arbiter_without_ground_truth(tiny_chat_model):
 
 def test_question_type_is_one_of_the_fixed_list(tiny_chat_model):
     manager = Manager(tiny_chat_model, store=None)
-    assert manager.classify("Where was the band's first show?") in QUESTION_TYPES
+    assert manager.classify(Question.parse("Where was the band's first show?")) in QUESTION_TYPES
 
 
 @pytest.mark.timeout(600)  # the first test of a session to use the real model prepares it from its wheels

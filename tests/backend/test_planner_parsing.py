@@ -2,6 +2,7 @@ import pytest
 
 from backend.planner import parse_steps, search_query
 from backend.prompts.manager import format_memories
+from backend.question import Question
 
 
 def test_numbered_steps_are_parsed_in_order_and_deduplicated():
@@ -86,10 +87,10 @@ def test_the_executor_never_sends_a_plan_step_that_is_not_a_search_as_a_query(sh
 
     question = "What tariff per tonne does the notice of the Harbour of Vellmark state?"
     session = ExecutorSession(scripted_model_class("executor"), shared_tools, RunMeter(), "run-1", guided=True)
-    session.start(question, ["Identify the text that states the landing tariff.",
+    session.start(Question.parse(question), ["Identify the text that states the landing tariff.",
                              "Extract the numerical value from the text.", "Search for the Vellmark port tariffs."])
     for query in (question, "Harbour of Vellmark"):
         list(session.search("search", query))
-    assert session._unsearched_query(question) == "the Vellmark port tariffs"
+    assert session._unsearched_query(Question.parse(question)) == "the Vellmark port tariffs"
     list(session.search("search", "the Vellmark port tariffs"))
-    assert session._unsearched_query(question) is None  # the prose steps are never queries
+    assert session._unsearched_query(Question.parse(question)) is None  # the prose steps are never queries

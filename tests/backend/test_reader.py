@@ -11,6 +11,7 @@ from backend.events import AnswerReady, Recovery, ToolCalled
 from backend.evidence import choice_options, closed_options, is_yes_no_question, select_evidence
 from backend.executor import ExecutorSession
 from backend.metering import RunMeter
+from backend.question import Question
 from backend.reader import choose_among_answers
 
 NATIONALITY = "Were Scott Derrickson and Ed Wood of the same nationality?"
@@ -27,7 +28,7 @@ def session(model, tools, **kwargs) -> ExecutorSession:
 def read(reader: ExecutorSession, question: str, *, draft: bool = False) -> tuple[list, str]:
     """The events the reader yields for `question`, and the answer it returns."""
     events = []
-    generator = reader.read_answer(question, draft=draft)
+    generator = reader.read_answer(Question.parse(question), draft=draft)
     try:
         while True:
             events.append(next(generator))
@@ -72,8 +73,8 @@ def test_later_searches_do_not_push_the_first_finding_out_of_what_the_reader_see
     model = scripted_model_class("executor", [call(q) for q in queries] + ["<think>done</think><answer>maybe</answer>"],
                                  choices=["yes"])
     s = session(model, {"search": shared_tools["search"]})
-    s.start(NATIONALITY, [])
-    events = list(s.run(NATIONALITY, max_turns=8, deadline=time.monotonic() + 60))
+    s.start(Question.parse(NATIONALITY), [])
+    events = list(s.run(Question.parse(NATIONALITY), max_turns=8, deadline=time.monotonic() + 60))
     assert [e.arguments["query_list"][0] for e in events if isinstance(e, ToolCalled)] == queries
     reader_prompt = model.prompts[-1][-1]["content"]
     evidence = reader_prompt.split("Question:")[0]
@@ -96,7 +97,7 @@ def test_a_closed_question_is_chosen_among_its_options_as_written_after_the_answ
 
     model = Recording("executor", choices=["no"])
     reader = session(model, shared_tools, guided=True)
-    reader.start(NATIONALITY, [])
+    reader.start(Question.parse(NATIONALITY), [])
     events, answer = read(reader, NATIONALITY)
     assert model.asked == ([" yes", " no"], "Answer:") and answer == "no"
     assert any(isinstance(e, Recovery) and "chose 'no' among ['yes', 'no']" in e.action for e in events)
@@ -107,8 +108,8 @@ def test_a_forced_answer_is_never_empty(scripted_model_class, shared_tools):
     model = scripted_model_class("executor", [call("Tinted Windows band"), "", "Tulsa"])
     s = session(model, {"search": shared_tools["search"]})
     question = "In what city did the band Tinted Windows first perform?"
-    s.start(question, [])
-    events = list(s.run(question, max_turns=1, deadline=time.monotonic() + 60))
+    s.start(Question.parse(question), [])
+    events = list(s.run(Question.parse(question), max_turns=1, deadline=time.monotonic() + 60))
     answer = next(e for e in events if isinstance(e, AnswerReady))
     assert answer.forced and answer.text == "Tulsa"
 
@@ -118,8 +119,8 @@ def test_the_recovery_query_is_cleaned_deduplicated_and_falls_back(scripted_mode
     model = scripted_model_class("executor", ["gibberish", "gibberish", "<query 1>", "gibberish", question],
                                  choices=["search", "search"])
     s = session(model, {"search": shared_tools["search"]})
-    s.start(question, [])
-    events = list(s.run(question, max_turns=3, deadline=time.monotonic() + 60))
+    s.start(Question.parse(question), [])
+    events = list(s.run(Question.parse(question), max_turns=3, deadline=time.monotonic() + 60))
     searched = [e.arguments["query_list"][0] for e in events if isinstance(e, ToolCalled)]
     assert searched[0] == question  # first recovery: the question itself
     assert "<query 1>" not in searched and len(set(searched)) == len(searched)
@@ -164,7 +165,7 @@ def test_an_open_answer_that_is_what_the_question_names_is_read_again(scripted_m
         "Terrence Jones",
     ])
     reader = session(model, {"search": shared_tools["search"]}, guided=True, read_by_quote=True)
-    reader.start(question, [])
+    reader.start(Question.parse(question), [])
     reader.passages = [{"title": "Damon Stoudamire", "source": "wiki:hotpotqa", "text": (
         "Damon Lamon Stoudamire (born September 3, 1973) is an American retired player. He is the cousin of former "
         "Arizona Wildcats standout Salim Stoudamire and current NBA player Terrence Jones.")}]
@@ -177,9 +178,9 @@ def test_an_open_answer_that_is_what_the_question_names_is_read_again(scripted_m
     # An answer that is not the question's subject is read once.
     model = LargerModel("executor", ["Terrence Jones played for Kentucky.", "Terrence Jones"])
     reader = session(model, {"search": shared_tools["search"]}, guided=True, read_by_quote=True)
-    reader.start(question, [])
+    reader.start(Question.parse(question), [])
     reader.passages = [{"title": "Terrence Jones", "source": "wiki:hotpotqa", "text": "Terrence Jones played for Kentucky."}]
-    generator = reader.read_answer(question)
+    generator = reader.read_answer(Question.parse(question))
     try:
         while True:
             next(generator)
@@ -194,7 +195,7 @@ def test_a_final_read_of_a_where_question_is_told_the_answer_is_a_place(scripted
 
     def prompt_read(question: str, *, draft: bool = False, **kwargs) -> str:
         reader = session(model, {"search": shared_tools["search"]}, **kwargs)
-        reader.start(question, [])
+        reader.start(Question.parse(question), [])
         for _ in reader.search("search", "Fyre Festival"):
             pass
         read(reader, question, draft=draft)
@@ -211,7 +212,7 @@ def test_choosing_among_answers_reads_every_runs_passages_with_each_candidate_na
     runs = []
     for query in ("Billy McFarland", "Fyre Festival"):  # two runs of the question, each with its own search
         run = session(scripted_model_class("executor"), {"search": shared_tools["search"]})
-        run.start(where, [])
+        run.start(Question.parse(where), [])
         for _ in run.search("search", query):
             pass
         runs.append(run.passages)

@@ -16,6 +16,7 @@ from backend.events import AnswerReady, HopAnswered, MemoryStored, PlanReady, Re
 from backend.hops import Hop, answering_hop, each_of_pair, fill, parse_subquestions, weakest, worked_examples, yes_no_answer
 from backend.prompts.executor import question_turn
 from backend.prompts.planner import decompose_messages, worked_examples_text
+from backend.question import Question
 from backend.replay import replay
 from backend.runlog import RunLog
 from memory_db import MemoryStore
@@ -109,10 +110,10 @@ def test_a_hop_answered_with_what_it_names_is_not_stated(ask):
     from backend.hops import restates_its_subject
 
     # Qwen-1.5B on a `train` hop: the person the sub-question names, not the cousin it asks for.
-    assert restates_its_subject("Damon Lamon Stoudamire", "Who is Damon Stoudamire's cousin?")
-    assert not restates_its_subject("Terrence Jones", "Who is Damon Stoudamire's cousin?")
-    assert not restates_its_subject("Claudio Javier López", "What is Claudio López's full name?")  # asks a name
-    assert not restates_its_subject("Carrie Akre", "Who is older, Carrie Akre or Shifty Shellshock?")  # a choice
+    assert restates_its_subject("Damon Lamon Stoudamire", Question.parse("Who is Damon Stoudamire's cousin?"))
+    assert not restates_its_subject("Terrence Jones", Question.parse("Who is Damon Stoudamire's cousin?"))
+    assert not restates_its_subject("Claudio Javier López", Question.parse("What is Claudio López's full name?"))  # asks a name
+    assert not restates_its_subject("Carrie Akre", Question.parse("Who is older, Carrie Akre or Shifty Shellshock?"))  # a choice
     events = ask(FESTIVAL, [DECOMPOSITION], ["Billy McFarland (entrepreneur)"] * 6)  # a retrieved title
     first = [e for e in events if isinstance(e, HopAnswered)][0]
     assert first.answer == "Billy McFarland (entrepreneur)" and not first.sentence and len(first.queries) == 2
@@ -154,21 +155,21 @@ def test_a_yes_no_question_about_two_things_is_asked_of_each_when_the_planner_wr
 
 
 def test_what_is_asked_of_two_things_is_asked_of_one():
-    assert each_of_pair("Are  Chrysalis and Look both women's magazines?") == [
+    assert each_of_pair(Question.parse("Are  Chrysalis and Look both women's magazines?")) == [
         "Is Chrysalis a women's magazine?", "Is Look a women's magazine?"]
-    assert each_of_pair("Were Daniel Mann and Todd Solondz both directors?") == [
+    assert each_of_pair(Question.parse("Were Daniel Mann and Todd Solondz both directors?")) == [
         "Was Daniel Mann a director?", "Was Todd Solondz a director?"]
-    assert each_of_pair("Are Apple and Orange both American companies?") == [
+    assert each_of_pair(Question.parse("Are Apple and Orange both American companies?")) == [
         "Is Apple an American company?", "Is Orange an American company?"]
-    assert each_of_pair("Have Tionne Watkins and Park So-yeon both been members of a girl group?") == [
+    assert each_of_pair(Question.parse("Have Tionne Watkins and Park So-yeon both been members of a girl group?")) == [
         "Has Tionne Watkins been members of a girl group?", "Has Park So-yeon been members of a girl group?"]
-    assert each_of_pair("Are Ana Kasparian and Katherine Sarafian both Armenian-") == [
+    assert each_of_pair(Question.parse("Are Ana Kasparian and Katherine Sarafian both Armenian-")) == [
         "Is Ana Kasparian Armenian?", "Is Katherine Sarafian Armenian?"]
     # where the second name ends is a guess; a choice between the two; an open question; no names
-    assert each_of_pair("Are both Deerhunter and Nine Lashes American Christian rock bands?") == []
-    assert each_of_pair("Were H. G. Wells and Rubén Darío both English, or neither?") == []
-    assert each_of_pair("Who were H. G. Wells and Rubén Darío both influenced by?") == []
-    assert each_of_pair("Are cats and dogs both mammals?") == []
+    assert each_of_pair(Question.parse("Are both Deerhunter and Nine Lashes American Christian rock bands?")) == []
+    assert each_of_pair(Question.parse("Were H. G. Wells and Rubén Darío both English, or neither?")) == []
+    assert each_of_pair(Question.parse("Who were H. G. Wells and Rubén Darío both influenced by?")) == []
+    assert each_of_pair(Question.parse("Are cats and dogs both mammals?")) == []
 
 
 def test_only_yes_no_hops_answer_a_yes_no_question():
@@ -176,11 +177,11 @@ def test_only_yes_no_hops_answer_a_yes_no_question():
         return Hop(number, question, question=question, answer=answer)
 
     both = [hop(1, "Was H. G. Wells English?", "yes"), hop(2, "Was Rubén Darío English?", "yes")]
-    assert yes_no_answer(both, "Were H. G. Wells and Rubén Darío both English?") == "yes"
-    assert yes_no_answer([both[0], hop(2, "Was Rubén Darío English?", "no")], "Were both English?") == "no"
-    assert yes_no_answer([both[0], hop(2, "Where was Rubén Darío born?", "Metapa")], "Were both English?") is None
-    assert yes_no_answer(both, "Who was English, H. G. Wells or Rubén Darío?") is None  # a choice between them
-    assert yes_no_answer(both[:1], "Was H. G. Wells English?") is None  # one hop: the question itself is read
+    assert yes_no_answer(both, Question.parse("Were H. G. Wells and Rubén Darío both English?")) == "yes"
+    assert yes_no_answer([both[0], hop(2, "Was Rubén Darío English?", "no")], Question.parse("Were both English?")) == "no"
+    assert yes_no_answer([both[0], hop(2, "Where was Rubén Darío born?", "Metapa")], Question.parse("Were both English?")) is None
+    assert yes_no_answer(both, Question.parse("Who was English, H. G. Wells or Rubén Darío?")) is None  # a choice between them
+    assert yes_no_answer(both[:1], Question.parse("Was H. G. Wells English?")) is None  # one hop: the question itself is read
     assert weakest(both) is None and weakest([hop(1, "Where was Rubén Darío born?", "Metapa")]).number == 1
 
 
@@ -191,27 +192,27 @@ def test_a_last_hop_that_checks_what_the_question_gives_does_not_answer_it():
     footballer = "Which retired Argentine footballer who played as a forward was a main player for Valencia CF?"
     checked = hops(("Who was a retired Argentine footballer who played as a forward?", "Claudio López"),
                    ("Which team did #1 play for?", "Valencia CF"))  # the team the question names
-    assert answering_hop(checked, footballer).answer == "Claudio López"
+    assert answering_hop(checked, Question.parse(footballer)).answer == "Claudio López"
     sport = "Which sport has been played at the BayArena in Leverkusen, Germany, since 1958?"
     dated = hops(("What sport is played at the BayArena?", "Football"), ("When was #1 first played?", "1888"))
-    assert answering_hop(dated, sport).answer == "Football"  # a date the question does not ask for
+    assert answering_hop(dated, Question.parse(sport)).answer == "Football"  # a date the question does not ask for
     asked_when = "In which year did the division where the Browns placed fourth adopt its current name?"
     assert answering_hop(hops(("Which division did the Browns place fourth in?", "AFC North"),
-                              ("When did #1 adopt its current name?", "2002")), asked_when).answer == "2002"
+                              ("When did #1 adopt its current name?", "2002")), Question.parse(asked_when)).answer == "2002"
     bridge = hops(("Which music festival was Billy McFarland charged for?", "Fyre Festival"),
                   ("Where was #1 supposed to take place?", "Great Exuma"))
-    assert answering_hop(bridge, FESTIVAL).answer == "Great Exuma"
+    assert answering_hop(bridge, Question.parse(FESTIVAL)).answer == "Great Exuma"
     assert answering_hop(hops(("Who was charged with fraud?", "Billy McFarland"),
-                              ("Where was #1 charged?", "Manhattan")), FESTIVAL).answer == "Manhattan"
+                              ("Where was #1 charged?", "Manhattan")), Question.parse(FESTIVAL)).answer == "Manhattan"
     unanswered = hops(("Which festival?", "Fyre Festival"), ("Where was #1 held?", ""))
-    assert answering_hop(unanswered, FESTIVAL) is None  # read for the question, not the bridge's entity
+    assert answering_hop(unanswered, Question.parse(FESTIVAL)) is None  # read for the question, not the bridge's entity
     both_checks = hops(("Who was charged with wire fraud?", "Billy McFarland"), ("When was #1 charged?", "2017"))
-    assert answering_hop(both_checks, FESTIVAL) is None
+    assert answering_hop(both_checks, Question.parse(FESTIVAL)) is None
     side_by_side = hops(("Which festival?", "Fyre Festival"), ("Where was the festival held?", "Great Exuma"))
-    assert answering_hop(side_by_side, FESTIVAL) is None
-    assert answering_hop(hops((FESTIVAL, "Billy McFarland")), FESTIVAL).answer == "Billy McFarland"  # one hop: as read
+    assert answering_hop(side_by_side, Question.parse(FESTIVAL)) is None
+    assert answering_hop(hops((FESTIVAL, "Billy McFarland")), Question.parse(FESTIVAL)).answer == "Billy McFarland"  # one hop: as read
     narrower = hops(("Which music festival was Billy McFarland charged for?", "Fyre Festival"))
-    assert answering_hop(narrower, FESTIVAL) is None  # a single hop narrower than the question: read for the question
+    assert answering_hop(narrower, Question.parse(FESTIVAL)) is None  # a single hop narrower than the question: read for the question
 
 
 def test_the_hop_before_a_side_check_answers_the_question(ask):
@@ -262,26 +263,26 @@ def test_copied_examples_and_a_restated_question_are_left_out_of_a_decomposition
     from backend.hops import sensible
 
     question = "In what year did the man who shot Chris Stockley, of The Dingoes, die?"
-    assert sensible(["Who shot Chris Stockley?", "In what year did #1 die?"], question) == (
+    assert sensible(["Who shot Chris Stockley?", "In what year did #1 die?"], Question.parse(question)) == (
         ["Who shot Chris Stockley?", "In what year did #1 die?"], None)
-    kept, note = sensible(["Who wrote Dracula?", "Who shot Chris Stockley?"], question)
+    kept, note = sensible(["Who wrote Dracula?", "Who shot Chris Stockley?"], Question.parse(question))
     assert kept == ["Who shot Chris Stockley?"] and "left out 1" in note
-    kept, note = sensible(["In what year did the man who shot Chris Stockley of The Dingoes die?", "Who is #1?"], question)
+    kept, note = sensible(["In what year did the man who shot Chris Stockley of The Dingoes die?", "Who is #1?"], Question.parse(question))
     assert kept == [question] and "one hop" in note
-    assert sensible(["Who wrote Dracula?", "In which city was #1 born?"], question)[0] == []
+    assert sensible(["Who wrote Dracula?", "In which city was #1 born?"], Question.parse(question))[0] == []
 
 
 def test_a_hop_asking_nothing_of_an_earlier_answer_goes_and_the_hops_after_it_refer_past_it():
     from backend.hops import sensible
 
     question = "In which city was the author of Dracula born?"
-    kept, note = sensible(["Who wrote Dracula?", "Who is #1?", "In which city was #2 born?"], question)
+    kept, note = sensible(["Who wrote Dracula?", "Who is #1?", "In which city was #2 born?"], Question.parse(question))
     assert kept == ["Who wrote Dracula?", "In which city was #1 born?"] and "asking nothing of an earlier answer" in note
     siege = "During the Siege of Bharatpur, which Commander-in-Chief of India stormed the castle?"
     first = "Who was the Commander-in-Chief of India during the Siege of Bharatpur?"
-    assert sensible([first, "What did #1 do?"], siege)[0] == [first]
+    assert sensible([first, "What did #1 do?"], Question.parse(siege))[0] == [first]
     for asks_something in ("Where was #1 born?", "When did #1 die?", "How many castles did #1 storm?", "What did #1 storm?"):
-        assert sensible([first, asks_something], siege)[0] == [first, asks_something]
+        assert sensible([first, asks_something], Question.parse(siege))[0] == [first, asks_something]
 
 
 def test_a_hop_asking_only_who_a_named_person_is_goes_and_its_name_fills_the_hops_after_it():
@@ -289,15 +290,15 @@ def test_a_hop_asking_only_who_a_named_person_is_goes_and_its_name_fills_the_hop
 
     # Qwen-1.5B's decompositions of `train` questions: the first hop's answer would be the name itself.
     question = "Paul DeBoy is known for an appearance in the Western action-adventure game developed by which company?"
-    kept, note = sensible(["Who is Paul DeBoy?", "What company developed the Western game in which #1 appeared?"], question)
+    kept, note = sensible(["Who is Paul DeBoy?", "What company developed the Western game in which #1 appeared?"], Question.parse(question))
     assert kept == ["What company developed the Western game in which Paul DeBoy appeared?"]
     assert "who or what a name the question gives is" in note
-    three = sensible(["Who is Paul DeBoy?", "Which game did #1 appear in?", "Which company developed #2?"], question)[0]
+    three = sensible(["Who is Paul DeBoy?", "Which game did #1 appear in?", "Which company developed #2?"], Question.parse(question))[0]
     assert three == ["Which game did Paul DeBoy appear in?", "Which company developed #1?"]
     vikings = "Which NCAA record does the quarterback of the Minnesota Vikings hold?"
     real = ["Who is the quarterback of the Minnesota Vikings?", "What NCAA record does #1 hold?"]
-    assert sensible(real, vikings) == (real, None)  # a description, not a name: a hop of its own
-    assert sensible(["Who is Tom Hanks?", "What film did #1 make?"], question)[0] == []  # a name the question lacks
+    assert sensible(real, Question.parse(vikings)) == (real, None)  # a description, not a name: a hop of its own
+    assert sensible(["Who is Tom Hanks?", "What film did #1 make?"], Question.parse(question))[0] == []  # a name the question lacks
 
 
 def test_a_decomposition_that_names_nothing_the_question_names_makes_the_question_one_hop():
@@ -306,18 +307,18 @@ def test_a_decomposition_that_names_nothing_the_question_names_makes_the_questio
     # Qwen-1.5B's decomposition of a `train` question: its hops share "civil war" and lose the subject.
     question = ("Alexander Kerensky was defeated and destroyed by the Bolsheviks in the course of a civil war that "
                 "ended when ?")
-    kept, note = sensible(["When did the civil war end?", "Who was defeated and destroyed by #1?"], question)
+    kept, note = sensible(["When did the civil war end?", "Who was defeated and destroyed by #1?"], Question.parse(question))
     assert kept == [question] and "no sub-question names what the question names (Alexander Kerensky, Bolsheviks)" in note
-    assert sensible(["Which civil war did the Bolsheviks fight against Kerensky?", "When did #1 end?"], question) == (
+    assert sensible(["Which civil war did the Bolsheviks fight against Kerensky?", "When did #1 end?"], Question.parse(question)) == (
         ["Which civil war did the Bolsheviks fight against Kerensky?", "When did #1 end?"], None)
-    assert sensible(["When did the war end?"], "when did the war end?") == (["When did the war end?"], None)  # no names
+    assert sensible(["When did the war end?"], Question.parse("when did the war end?")) == (["When did the war end?"], None)  # no names
     # Qwen-1.5B's decomposition of a `train` question: the first hop lost who has the victory.
     gracie = ("Renzo Gracie has a victory over the UFC champion who was one of the pioneers of what sports "
               "organization?")
-    kept, note = sensible(["Who is the UFC champion?", "What sports organization did #1 pioneer?"], gracie)
+    kept, note = sensible(["Who is the UFC champion?", "What sports organization did #1 pioneer?"], Question.parse(gracie))
     assert kept == [gracie] and "no sub-question names Renzo Gracie, which the question names" in note
     kept_name = ["Which UFC champion did Renzo Gracie defeat?", "What sports organization did #1 pioneer?"]
-    assert sensible(kept_name, gracie) == (kept_name, None)
+    assert sensible(kept_name, Question.parse(gracie)) == (kept_name, None)
 
 
 def test_what_a_question_asks_for_is_read_from_its_asking_words():
@@ -336,10 +337,10 @@ def test_what_a_question_asks_for_is_read_from_its_asking_words():
     assert asked_kind("How many views do the two channels have?") == ("<count>",)
     for unsaid in ("Cranium and Twin Tin Bots are both what?", "What did #1 do?", "How far south is it?", "Name it."):
         assert asked_kind(unsaid) is None
-    assert asks_alike("Which river flows through #2?", "Which river flows through the city where he was born?")
-    assert asks_alike("What sport is played at the BayArena?", "Which sport has been played at the BayArena since 1958?")
-    assert not asks_alike("What sports organization did #1 found?", "Which sports complex hosted the Games?")
-    assert not asks_alike("What did #1 do?", "What did the band do?")  # neither says
+    assert asks_alike(asked_kind("Which river flows through #2?"), asked_kind("Which river flows through the city where he was born?"))
+    assert asks_alike(asked_kind("What sport is played at the BayArena?"), asked_kind("Which sport has been played at the BayArena since 1958?"))
+    assert not asks_alike(asked_kind("What sports organization did #1 found?"), asked_kind("Which sports complex hosted the Games?"))
+    assert not asks_alike(asked_kind("What did #1 do?"), asked_kind("What did the band do?"))  # neither says
     # asking when is one of those kinds, however it is worded
     for when in ("When was #1 first played?", "In which year did it open?", "On what date did #1 open?",
                  "The actor who starred in Heat was born in what year?"):
@@ -354,11 +355,11 @@ def test_a_comparison_whose_hops_leave_out_an_option_is_one_hop():
     # Qwen-1.5B's decomposition of a `train` comparison: a bridge through neither option.
     question = ("In between Polytechnic University of the Philippines and California Polytechnic State University "
                 "which was founded as a vocational high school?")
-    kept, note = sensible(["Which university was founded as a vocational high school?", "What is the name of #1?"], question)
+    kept, note = sensible(["Which university was founded as a vocational high school?", "What is the name of #1?"], Question.parse(question))
     assert kept == [question] and "leave out an option the question compares" in note
     both = ["When was Polytechnic University of the Philippines founded?",
             "When was California Polytechnic State University founded?"]
-    assert sensible(both, question) == (both, None)
+    assert sensible(both, Question.parse(question)) == (both, None)
 
 
 def test_hops_after_the_one_asking_what_the_question_asks_are_left_out():
@@ -367,22 +368,22 @@ def test_hops_after_the_one_asking_what_the_question_asks_are_left_out():
     # Qwen-1.5B's decompositions of `train` questions: the first hop answers, the second asks a side fact.
     question = "Harold Brent Wallis as producer and Humphrey Bogart as actor collaborated to make what 1942 film?"
     kept, note = sensible(["What 1942 film did Harold Brent Wallis and Humphrey Bogart collaborate on?",
-                           "Who were the two actors in this film?"], question)
+                           "Who were the two actors in this film?"], Question.parse(question))
     assert kept == ["What 1942 film did Harold Brent Wallis and Humphrey Bogart collaborate on?"]
     assert "left out 1 sub-question(s) after hop 1, which asks what the question asks" in note
     sport = "Which sport has been played at the BayArena in Leverkusen, Germany, since 1958?"
-    assert sensible(["What sport is played at the BayArena in Leverkusen?", "When was #1 first played?"], sport)[0] == [
+    assert sensible(["What sport is played at the BayArena in Leverkusen?", "When was #1 first played?"], Question.parse(sport))[0] == [
         "What sport is played at the BayArena in Leverkusen?"]
     # A chain whose last hop asks what the question asks keeps every hop, even one asking alike before it.
     father = "Who is the father of the director of Heat?"
     chain = ["Who directed Heat?", "Who is #1's father?"]
-    assert sensible(chain, father) == (chain, None)
+    assert sensible(chain, Question.parse(father)) == (chain, None)
     dracula = "Which river flows through the city where the author of Dracula was born?"
     chain = ["Who wrote Dracula?", "In which city was #1 born?", "Which river flows through #2?"]
-    assert sensible(chain, dracula) == (chain, None)
+    assert sensible(chain, Question.parse(dracula)) == (chain, None)
     # No hop asks alike: nothing is cut.
     vikings = "Which NCAA record does the quarterback of the Minnesota Vikings hold?"
-    assert sensible(["Who is the quarterback of the Minnesota Vikings?", "What does #1 hold?"], vikings)[0] == [
+    assert sensible(["Who is the quarterback of the Minnesota Vikings?", "What does #1 hold?"], Question.parse(vikings))[0] == [
         "Who is the quarterback of the Minnesota Vikings?", "What does #1 hold?"]
 
 

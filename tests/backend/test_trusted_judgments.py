@@ -9,6 +9,7 @@ from backend.evidence import citations
 from backend.executor import Step
 from backend.judge import CORRECT, INCORRECT, NOT_ATTEMPTED, UNSURE, Judge, answer_problem
 from backend.manager import clean_plan_steps, type_by_wording, workflow_record, workflow_summary
+from backend.question import Question
 
 FYRE = "Where was the music festival Billy McFarland was charged with wire fraud for supposed to take place?"
 PASSAGES = [
@@ -81,17 +82,17 @@ def test_a_workflow_summary_says_what_was_searched_found_and_why_it_failed():
                   titles=["Billy McFarland (entrepreneur)", "Fyre Festival"])
     repeat = Step(turn=2, tool="search", arguments={"query_list": ["Billy McFarland wire fraud"]}, ok=True,
                   titles=["Billy McFarland (entrepreneur)"])
-    summary = workflow_summary(question=FYRE, steps=[search, repeat, Step(turn=3, answer="The Fyre Festival")],
+    summary = workflow_summary(question=Question.parse(FYRE), steps=[search, repeat, Step(turn=3, answer="The Fyre Festival")],
                                passages=PASSAGES, answer="The Fyre Festival", verdict=INCORRECT, verified=True,
                                ground_truth="Great Exuma")
     assert summary.count("Billy McFarland wire fraud") == 1  # no repeated steps
     assert "found Billy McFarland (entrepreneur), Fyre Festival" in summary
     assert "incorrect (verified)" in summary
     assert "'Great Exuma' was in a retrieved passage (Fyre Festival) but was not read from it" in summary
-    missed = workflow_summary(question=FYRE, steps=[search], passages=PASSAGES[:1], answer="Lisbon",
+    missed = workflow_summary(question=Question.parse(FYRE), steps=[search], passages=PASSAGES[:1], answer="Lisbon",
                               verdict=INCORRECT, verified=True, ground_truth="Great Exuma")
     assert "was in no retrieved passage: the searches missed it" in missed
-    unverified = workflow_summary(question=FYRE, steps=[search], passages=PASSAGES, answer="Lisbon",
+    unverified = workflow_summary(question=Question.parse(FYRE), steps=[search], passages=PASSAGES, answer="Lisbon",
                                   verdict=CORRECT, verified=False)
     assert "the Judge, without ground truth, said correct (unverified)" in unverified
 
@@ -99,7 +100,7 @@ def test_a_workflow_summary_says_what_was_searched_found_and_why_it_failed():
 def test_a_closed_question_missed_is_not_said_to_have_missed_a_passage_stating_its_answer():
     """A yes/no answer, or an option the question names, is stated by no passage: a lesson saying the
     searches missed it sends the next Planner searching for what was in front of the reader."""
-    question = "Are Out Traveler and Reader's Digest both magazines?"
+    question = Question.parse("Are Out Traveler and Reader's Digest both magazines?")
     search = Step(turn=1, tool="search", arguments={"query_list": ["Out Traveler"]}, ok=True, titles=["Out Traveler"])
     passages = [{"title": "Out Traveler", "text": "Out Traveler is a gay and lesbian travel magazine."}]
     summary = workflow_summary(question=question, steps=[search], passages=passages, answer="no",
@@ -108,7 +109,7 @@ def test_a_closed_question_missed_is_not_said_to_have_missed_a_passage_stating_i
     assert "retrieved passage" not in summary
     assert workflow_record(question=question, steps=[search], passages=passages, support=None,
                          ground_truth="yes")["gold_retrieved"] is None
-    assert workflow_record(question=FYRE, steps=[search], passages=PASSAGES, support=None,
+    assert workflow_record(question=Question.parse(FYRE), steps=[search], passages=PASSAGES, support=None,
                          ground_truth="Great Exuma")["gold_retrieved"] is True
 
 
@@ -127,15 +128,15 @@ def test_a_stored_plan_holds_each_step_once_and_never_the_answer():
     ("How many members does the band have?", "property"),
 ])
 def test_question_types_come_from_the_wording(question, kind):
-    assert type_by_wording(question) == kind
+    assert type_by_wording(Question.parse(question)) == kind
 
 
 def test_an_answer_cites_the_passages_that_state_it():
-    cited = citations("Great Exuma", FYRE, PASSAGES)
+    cited = citations("Great Exuma", Question.parse(FYRE), PASSAGES)
     assert [(c["n"], c["title"]) for c in cited] == [(1, "Fyre Festival")]
     assert "Bahamian island of Great Exuma" in cited[0]["sentence"]
-    assert citations("Lisbon", FYRE, PASSAGES) == []  # nothing retrieved states it
-    choice = "Which was founded first, Arthur's Magazine or First for Women?"
+    assert citations("Lisbon", Question.parse(FYRE), PASSAGES) == []  # nothing retrieved states it
+    choice = Question.parse("Which was founded first, Arthur's Magazine or First for Women?")
     magazines = [{"title": "Arthur's Magazine", "text": "Arthur's Magazine was founded in 1844."},
                  {"title": "JavaScript", "text": "JavaScript is a language."},
                  {"title": "First for Women", "text": "First for Women was started in 1989."}]

@@ -10,6 +10,7 @@ import pytest
 from backend.events import AnswerReady, MemoriesRetrieved, PlanReady, RunFailed, RunStarted, VerdictReady
 from backend.llm.embedded import EmbeddedChatModel
 from backend.planner import Planner
+from backend.question import Question
 from backend.runlog import RunLog
 from backend.tools.base import tool_prompt_lines
 from training.datasets import (
@@ -145,7 +146,7 @@ def test_stage1_on_sub_questions_holds_the_planners_decompositions_and_round_tri
     planner = Planner(EmbeddedChatModel(tiny_model_dir), max_new_tokens=12)
     stage1 = stage1_records(items, planner, tool_prompt_lines(wiki_tools.values()), plan_shape="subquestions")
     for item, record in zip(items, stage1):  # each record holds what Planner.decompose writes (greedy)
-        blueprint = planner.decompose(item.question, item.memory_context)
+        blueprint = planner.decompose(Question.parse(item.question), item.memory_context)
         assert (record.plan_text, record.plan_steps, record.plan_shape) == (blueprint.text, blueprint.steps, "subquestions")
         assert record.plan_text.startswith("1.") and record.plan_steps
     scripted = Planner(ScriptedChatModel("planner", [DECOMPOSITION]))

@@ -13,6 +13,7 @@ from backend.config import DEFAULT_TOOLS, REPO_ROOT, AgentConfig, ConfigError, L
 from backend.events import ToolCalled
 from backend.executor import ExecutorSession
 from backend.metering import RunMeter
+from backend.question import Question
 from backend.tools import ToolSetupError, build_tools
 from backend.tools.base import BaseTool, ToolCapabilities, offered_tools
 from backend.tools.calculator import CalculatorTool
@@ -129,8 +130,8 @@ def test_the_reported_tool_is_indeed_never_among_a_guided_turns_options(shared_t
     model.offered = []
     tools = {"search": shared_tools["search"], "calculate": CalculatorTool(), "round": RoundTool()}
     session = ExecutorSession(model, tools, RunMeter(), "run", guided=True)
-    session.start(question, [])
-    called = [e.name for e in session.run(question, max_turns=4, deadline=float("inf")) if isinstance(e, ToolCalled)]
+    session.start(Question.parse(question), [])
+    called = [e.name for e in session.run(Question.parse(question), max_turns=4, deadline=float("inf")) if isinstance(e, ToolCalled)]
     assert called == ["search", "calculate"] and model.offered
     assert all("round" not in options and "calculate" in options for options in model.offered)
 
