@@ -19,8 +19,9 @@ from datetime import datetime
 import gradio as gr
 
 from app.escaping import escape_markdown
-from app.render_html import KEEP_OPEN_JS, RESEARCH_CSS, TranscriptPage, transcript_of
+from app.render_html import TranscriptPage, transcript_of
 from app.report import write_report_files
+from app.research_assets import KEEP_OPEN_JS, RESEARCH_CSS
 from app.report_pdf import write_report_pdf
 from app.source_view import SOURCE_CSS, SourceView, open_citation, open_locator, page_images
 from app.session import RUNS_AT_ONCE, AppContext, ReadOnlyModeError

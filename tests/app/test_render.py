@@ -1,8 +1,9 @@
 import json
 
 from app.escaping import escape_markdown
-from app.render_html import KEEP_OPEN_JS, TranscriptPage, transcript_of
+from app.render_html import TranscriptPage, transcript_of
 from app.render_text import event_to_text, json_for_terminal
+from app.research_assets import KEEP_OPEN_JS
 from app.transcript import RunLimits, RunTranscript
 from backend.events import (
     AnswerReady,
