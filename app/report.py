@@ -1,7 +1,7 @@
 """A run to take away: a Markdown report for people and the run's events as JSON, both built from
 the run's events (live, or reopened from the run log) through backend.replay.
 
-Pure functions; app/research_tab.py writes their text into the user's own download folder. What came
+Pure functions; app/run_view.py writes their text into the user's own download folder. What came
 from a model, a page or a document is data: escaped in the Markdown as the page escapes it.
 """
 

@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.research_tab import EXAMPLE_QUESTIONS  # noqa: E402
+from app.question_inputs import EXAMPLE_QUESTIONS  # noqa: E402
 from backend.answer_match import answer_contains  # noqa: E402
 from backend.config import load_config  # noqa: E402
 from benchmarks.login_flood_bench import free_port, wait_until_up  # noqa: E402

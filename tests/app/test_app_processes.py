@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from app.research_tab import history_rows
+from app.run_history import history_rows
 from app.session import AppContext
 from backend.agent import RunRequest
 from backend.config import load_config
@@ -27,7 +27,7 @@ QUESTION = "Which magazine was started first, Arthur's Magazine or First for Wom
 # then gives a thumb on the first process's run.
 OTHER_APP = textwrap.dedent('''
     import json, sys
-    from app.research_tab import history_rows
+    from app.run_history import history_rows
     from app.session import AppContext
     from backend.config import load_config
     from backend.feedback import submit_feedback

@@ -222,16 +222,16 @@ def test_the_read_only_demo_uses_memories_but_changes_none(read_only_server, new
 def test_feedback_given_while_the_reports_are_written_stays_on_the_page(read_only_server, new_page, monkeypatch):
     """The answer shows before the reports are written; a thumbs given in between is not wiped when
     the run's last update (the reports) arrives."""
-    import app.research_tab as research_tab
+    import app.research_runs as research_runs
 
     url, _ = read_only_server
-    written, feedback_shown = research_tab.report_downloads, threading.Event()
+    written, feedback_shown = research_runs.report_downloads, threading.Event()
 
     def reports_after_the_feedback(*args, **kwargs):
         assert feedback_shown.wait(timeout=120), "the test never gave its feedback"
         return written(*args, **kwargs)
 
-    monkeypatch.setattr(research_tab, "report_downloads", reports_after_the_feedback)
+    monkeypatch.setattr(research_runs, "report_downloads", reports_after_the_feedback)
     page = new_page()
     page.goto(url)
     research(page)

@@ -200,7 +200,7 @@ def test_feedback_and_its_relabel_are_written_together_or_not_at_all(runtime, mo
 
 
 def test_past_runs_show_the_persons_verdict_after_feedback_and_no_rows_for_refused_questions(runtime):
-    from app.research_tab import history_rows
+    from app.run_history import history_rows
 
     ctx = AppContext(runtime)
     run = finished_run(runtime, ground_truth="Arthur's Magazine")

@@ -15,7 +15,8 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from app.research_tab import STOP_NOTE, history_rows
+from app.research_runs import STOP_NOTE
+from app.run_history import history_rows
 from backend.llm.base import Choice, Completion, ModelTraits
 from memory_db import NewMemory
 from tests.app.conftest import export_memories, login

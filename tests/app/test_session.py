@@ -10,7 +10,7 @@ import pytest
 
 from app.auth import User, UserDirectory
 from app.readonly import ReadOnlyStore
-from app.research_tab import history_rows
+from app.run_history import history_rows
 from app.session import AppContext, ReadOnlyModeError
 from backend.agent import RunRequest
 from backend.events import RunStarted
@@ -59,7 +59,7 @@ QUESTION = "Which magazine was started first, Arthur's Magazine or First for Wom
 
 
 def test_a_run_whose_page_closed_finishes_into_a_real_history_row(runtime):
-    from app.research_tab import QuestionRun
+    from app.question_run import QuestionRun
 
     ctx = AppContext(runtime)
     question_run = QuestionRun(ctx, RunRequest(QUESTION), threading.Event())
@@ -114,7 +114,7 @@ def test_a_document_link_opens_only_the_callers_own_or_a_shared_passage(runtime,
 
 
 def test_after_feedback_the_page_promises_learning_only_while_the_learner_runs(learning_runtime):
-    from app.research_tab import learning_state_line
+    from app.learning_signals import learning_state_line
     from training.ttrl.live import build_learner
 
     learner = build_learner(learning_runtime)
