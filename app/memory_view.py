@@ -1,5 +1,6 @@
 """The memory view's data: filtered and sorted table rows, a memory's detail, its history and
-provenance, and the preview of an import file. Plain functions; app/memory_tab.py wires them up.
+provenance, and the preview of an import file; the errors the view reports. Plain functions; the
+view's parts (app/memory_tab.py composes them) wire them up.
 """
 
 from __future__ import annotations
@@ -8,12 +9,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from app.escaping import escape_markdown
+from app.session import ReadOnlyModeError
 from app.wording import one_line, uses_text
 from backend.labels import memory_words
 from memory_db.provenance import LEARNING, Provenance, read_provenance
 from backend.runlog import RunLog
 from backend.taught import TYPED, day_of, taught_of
-from memory_db import HistoryEntry, Memory, MemoryStore, StruckSource
+from memory_db import HistoryEntry, Memory, MemoryStore, MemoryStoreError, StruckSource
 from memory_db.lifecycle import is_verified, uses_since_stored
 from memory_db.transfer import read_import_file
 
@@ -292,3 +294,10 @@ def import_message(outcome, namespace: str) -> str:
         details.append(f"{outcome.skipped} skipped: already here")
     details.append(f"{outcome.history} history entries added")
     return parts[0] + ": " + ", ".join(details) + "."
+
+
+KNOWN_ERRORS = (MemoryStoreError, ReadOnlyModeError, ValueError, OSError)  # reported on the page, as problem() words them
+
+
+def problem(exc: Exception) -> str:
+    return f"⚠️ {escape_markdown(exc)}"
