@@ -23,7 +23,8 @@ from app.escaping import escape_markdown
 from app.session import AppContext, ReadOnlyModeError
 from backend.documents import DocumentError, ocr_available, ocr_status, supported_suffixes
 from backend.documents.naming import SHARED
-from backend.documents.store import AddReport, CollectionInfo, DocumentStore, FileInfo
+from backend.documents.store import DocumentStore
+from backend.documents.store_records import AddReport, CollectionInfo, FileInfo
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,11 @@ tool beside the wiki. One idea per module:
 - `passages`: sections cut into passages that know their page or heading;
 - `naming`: outside names made safe, and the `doc://` locators of passages;
 - `index`: one reader's in-memory BM25 + dense index;
-- `store`: collections per namespace on disk, added incrementally by content hash.
+- `store`: collections per namespace on disk, added incrementally by content hash (DocumentStore),
+  put together from `store_layout` (scope folders, the write lock, manifests), `store_blobs` (content
+  by hash), `store_adding` (adding and re-indexing), `store_reading` (locators and search),
+  `store_removal`, `store_records` (what is kept of a file and reported) and `read_turns` (a user's
+  reading slots).
 """
 
 from backend.documents.budget import OverBudget
@@ -17,7 +21,8 @@ from backend.documents.errors import DocumentError, ParseError
 from backend.documents.naming import Locator
 from backend.documents.ocr import ocr_available, ocr_status, read_image_text
 from backend.documents.parsing import parse_file, supported_suffixes
-from backend.documents.store import AddReport, CollectionInfo, DocumentLimits, DocumentStore, FileInfo
+from backend.documents.store import DocumentStore
+from backend.documents.store_records import AddReport, CollectionInfo, DocumentLimits, FileInfo
 
 __all__ = [
     "AddReport", "CollectionInfo", "DocumentError", "DocumentLimits", "DocumentStore", "FileInfo", "Locator",
