@@ -60,12 +60,17 @@ def settings_for(tmp_path: Path, data: Path, **changes) -> SFTSettings:
     return replace(base, data=str(data), output_dir=str(tmp_path / "run"), cache_dir=str(tmp_path / "cache"), **changes)
 
 
-def test_training_lowers_the_loss_on_its_examples_and_writes_a_manifest(tmp_path, tokenizer):
-    rows = example_rows(4)
+def examples_also_held_out(tmp_path: Path, rows: list[dict]) -> Path:
+    """`rows` written as training examples and again as validation ones."""
     data = tmp_path / "examples.jsonl"
     write_rows(rows + [dict(r, split="validation") for r in rows], data)
-    settings = settings_for(tmp_path, data, epochs=6.0, learning_rate=5e-3, gradient_accumulation=2, save_steps=100,
-                            validation_examples=4)
+    return data
+
+
+def test_training_lowers_the_loss_on_its_examples_and_writes_a_manifest(tmp_path, tokenizer):
+    rows = example_rows(4)
+    settings = settings_for(tmp_path, examples_also_held_out(tmp_path, rows), epochs=6.0, learning_rate=5e-3,
+                            gradient_accumulation=2, save_steps=100, validation_examples=4)
     output = train_reader(settings, command="test", progress=False)
     log = [json.loads(line) for line in (output / "log.jsonl").read_text().splitlines()]
     steps = [line for line in log if line["event"] == "step"]
@@ -90,11 +95,8 @@ def test_the_base_and_a_checkpoint_are_scored_as_the_trainer_scores_them(tmp_pat
     from training.reader_data import ReaderDataError
     from training.sft_trainer import validate_reader
 
-    rows = example_rows(4)
-    data = tmp_path / "examples.jsonl"
-    write_rows(rows + [dict(r, split="validation") for r in rows], data)
-    settings = settings_for(tmp_path, data, epochs=4.0, learning_rate=5e-3, gradient_accumulation=2, save_steps=4,
-                            validation_examples=4)
+    settings = settings_for(tmp_path, examples_also_held_out(tmp_path, example_rows(4)), epochs=4.0,
+                            learning_rate=5e-3, gradient_accumulation=2, save_steps=4, validation_examples=4)
     output = train_reader(settings, command="test", progress=False)
     logged = next(json.loads(line) for line in (output / "log.jsonl").read_text().splitlines()
                   if '"event": "validation"' in line and json.loads(line)["step"] == 4)
